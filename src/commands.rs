@@ -1,0 +1,662 @@
+//! Recording GPU commands, and the blocking path that submits them and waits.
+//!
+//! # Recording and barriers
+//! Commands are not written into a Vulkan command buffer when they are recorded. They are kept
+//! as a list of [`Op`]s (with a reference to every buffer and kernel they use) and encoded when
+//! the list is submitted. Encoding assigns each op a *phase*:
+//!
+//! - an op that reads a buffer goes one phase after the last op that wrote it;
+//! - an op that writes a buffer goes one phase after the last op that read or wrote it;
+//! - otherwise it goes in phase 0.
+//!
+//! Ops are then recorded phase by phase with one global memory barrier between consecutive
+//! phases. Ops that touch different buffers share a phase, so the work of many independent tasks
+//! (each upload → dispatch → read-back) needs as many barriers as the longest chain, not one per
+//! task. A read-only binding (GLSL `readonly`, or a uniform buffer) counts as a read only, so
+//! tasks that share a key or a table do not serialise each other.
+//!
+//! A submission starts with one barrier when a buffer it uses was used by an earlier submission
+//! (pipeline barriers order against everything earlier in submission order), and ends with one
+//! barrier to host reads when the host will read a result.
+
+use crate::buffer::{Buffer, MemoryKind, RawBuffer};
+use crate::device::Device;
+use crate::error::{map_oom, Error, Result};
+use crate::kernel::{Arg, Kernel, RawKernel};
+use ash::vk;
+use bytemuck::Pod;
+use smallvec::SmallVec;
+use std::collections::{HashMap, VecDeque};
+use std::marker::PhantomData;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// One recorded command.
+pub(crate) enum Op {
+    Copy { src: Arc<RawBuffer>, dst: Arc<RawBuffer>, region: vk::BufferCopy },
+    Dispatch { kernel: Arc<RawKernel>, groups: [u32; 3], args: SmallVec<[Arg; 4]>, push: SmallVec<[u8; 64]> },
+}
+
+impl Op {
+    /// Calls `f(buffer, writes)` for every buffer the op touches.
+    fn for_each_buffer(&self, mut f: impl FnMut(&Arc<RawBuffer>, bool)) {
+        match self {
+            Op::Copy { src, dst, .. } => {
+                f(src, false);
+                f(dst, true);
+            }
+            Op::Dispatch { kernel, args, .. } => {
+                for (arg, info) in args.iter().zip(&kernel.reflection.bindings) {
+                    f(&arg.buffer, !info.read_only);
+                }
+            }
+        }
+    }
+}
+
+/// A list of recorded ops and the resources they keep alive.
+///
+/// While an op is recorded but not submitted, each buffer it uses counts it in
+/// `RawBuffer::pending`; [`Recording::mark_submitted`] moves that to `last_use`. Dropping a
+/// recording that was never submitted just releases the counts.
+pub(crate) struct Recording {
+    pub device: Device,
+    pub ops: Vec<Op>,
+    /// Buffers the host reads in place once this recording completes (no command needed, but
+    /// they count as used by it, and the recording ends with a barrier to host reads).
+    pub host_reads: Vec<Arc<RawBuffer>>,
+    /// The host will read a result of this recording: end with a barrier to host reads.
+    pub host_read: bool,
+    submitted: bool,
+}
+
+/// Counts from encoding one recording.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EncodeStats {
+    pub barriers: u64,
+    pub phases: u64,
+}
+
+const SHADER_OR_TRANSFER: vk::PipelineStageFlags = vk::PipelineStageFlags::from_raw(
+    vk::PipelineStageFlags::COMPUTE_SHADER.as_raw() | vk::PipelineStageFlags::TRANSFER.as_raw(),
+);
+
+fn writes() -> vk::AccessFlags {
+    vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE
+}
+
+fn reads_and_writes() -> vk::AccessFlags {
+    vk::AccessFlags::SHADER_READ
+        | vk::AccessFlags::UNIFORM_READ
+        | vk::AccessFlags::SHADER_WRITE
+        | vk::AccessFlags::TRANSFER_READ
+        | vk::AccessFlags::TRANSFER_WRITE
+}
+
+/// Whether the host may write `b` directly instead of staging: the memory is host-visible and
+/// meant for it (unified memory, or an upload buffer).
+fn host_writable(b: &RawBuffer) -> bool {
+    b.is_mapped() && (b.device.unified_memory() || b.kind == MemoryKind::Upload)
+}
+
+/// Whether the host may read `b` in place: host-visible and meant for it (unified memory, or
+/// a host-cached read-back buffer). Reading device-local host-visible memory on a discrete GPU
+/// is very slow, so that goes through a read-back copy instead.
+fn host_readable(b: &RawBuffer) -> bool {
+    b.is_mapped() && (b.device.unified_memory() || b.kind == MemoryKind::Readback)
+}
+
+impl Recording {
+    pub fn new(device: &Device) -> Self {
+        Recording {
+            device: device.clone(),
+            ops: Vec::new(),
+            host_reads: Vec::new(),
+            host_read: false,
+            submitted: false,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty() && self.host_reads.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    fn push(&mut self, op: Op) {
+        op.for_each_buffer(|b, _| {
+            b.pending.fetch_add(1, Ordering::SeqCst);
+        });
+        self.ops.push(op);
+    }
+
+    #[allow(dead_code)] // used by the executor
+    /// Moves every op of `other` to the end of `self` (their pending counts move with them).
+    pub fn append(&mut self, other: &mut Recording) {
+        self.ops.append(&mut other.ops);
+        self.host_reads.append(&mut other.host_reads);
+        self.host_read |= std::mem::take(&mut other.host_read);
+    }
+
+    /// Records that the ops were submitted with timeline value `value`.
+    pub fn mark_submitted(&mut self, value: u64) {
+        let mark = |b: &Arc<RawBuffer>| {
+            b.last_use.fetch_max(value, Ordering::SeqCst);
+            b.pending.fetch_sub(1, Ordering::SeqCst);
+        };
+        for op in &self.ops {
+            op.for_each_buffer(|b, _| mark(b));
+        }
+        self.host_reads.iter().for_each(mark);
+        self.submitted = true;
+    }
+
+    fn check_same_device(&self, b: &RawBuffer) -> Result<()> {
+        if !Arc::ptr_eq(&self.device.shared, &b.device.shared) {
+            return Err(Error::InvalidArgument("buffer belongs to another device".into()));
+        }
+        Ok(())
+    }
+
+    /// Uploads `data` into `dst` at element `offset`.
+    ///
+    /// When `dst` is host-visible and idle (unified-memory devices), the data is written
+    /// directly and no command is recorded. Otherwise it goes through a staging buffer.
+    pub fn upload<T: Pod>(&mut self, dst: &Buffer<T>, offset: usize, data: &[T]) -> Result<()> {
+        self.check_same_device(&dst.raw)?;
+        if data.is_empty() {
+            return Err(Error::ZeroSize("upload"));
+        }
+        if offset.checked_add(data.len()).is_none_or(|end| end > dst.len()) {
+            return Err(Error::SizeMismatch {
+                what: "upload past the end of the buffer",
+                expected: dst.len() as u64,
+                got: offset.saturating_add(data.len()) as u64,
+            });
+        }
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        let byte_offset = (offset * std::mem::size_of::<T>()) as u64;
+        if host_writable(&dst.raw) && dst.raw.is_idle()? {
+            return dst.raw.write_bytes(byte_offset, bytes);
+        }
+        let staging = RawBuffer::new(&self.device, bytes.len() as u64, MemoryKind::Upload, "vkasync staging")?;
+        staging.write_bytes(0, bytes)?;
+        self.push(Op::Copy {
+            src: staging,
+            dst: dst.raw.clone(),
+            region: vk::BufferCopy { src_offset: 0, dst_offset: byte_offset, size: bytes.len() as u64 },
+        });
+        Ok(())
+    }
+
+    /// Copies all of `src` into `dst` (same length).
+    pub fn copy<T: Pod>(&mut self, src: &Buffer<T>, dst: &Buffer<T>) -> Result<()> {
+        if src.len() != dst.len() {
+            return Err(Error::SizeMismatch { what: "copy", expected: dst.len() as u64, got: src.len() as u64 });
+        }
+        self.copy_region(src, 0, dst, 0, src.len())
+    }
+
+    /// Copies `len` elements from `src[src_offset..]` to `dst[dst_offset..]`.
+    pub fn copy_region<T: Pod>(
+        &mut self,
+        src: &Buffer<T>,
+        src_offset: usize,
+        dst: &Buffer<T>,
+        dst_offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        self.check_same_device(&src.raw)?;
+        self.check_same_device(&dst.raw)?;
+        if len == 0 {
+            return Err(Error::ZeroSize("copy"));
+        }
+        for (what, off, buf_len) in
+            [("copy source range", src_offset, src.len()), ("copy destination range", dst_offset, dst.len())]
+        {
+            if off.checked_add(len).is_none_or(|end| end > buf_len) {
+                return Err(Error::SizeMismatch {
+                    what,
+                    expected: buf_len as u64,
+                    got: off.saturating_add(len) as u64,
+                });
+            }
+        }
+        if Arc::ptr_eq(&src.raw, &dst.raw) {
+            let (a, b) = (src_offset.min(dst_offset), src_offset.max(dst_offset));
+            if a + len > b {
+                return Err(Error::InvalidArgument("overlapping copy within one buffer".into()));
+            }
+        }
+        let size = std::mem::size_of::<T>();
+        self.push(Op::Copy {
+            src: src.raw.clone(),
+            dst: dst.raw.clone(),
+            region: vk::BufferCopy {
+                src_offset: (src_offset * size) as u64,
+                dst_offset: (dst_offset * size) as u64,
+                size: (len * size) as u64,
+            },
+        });
+        Ok(())
+    }
+
+    /// Records a dispatch, after checking it against the kernel and the device limits.
+    pub fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], args: &[Arg], push: &[u8]) -> Result<()> {
+        let k = &kernel.raw;
+        if !Arc::ptr_eq(&self.device.shared, &k.device.shared) {
+            return Err(Error::InvalidArgument("kernel belongs to another device".into()));
+        }
+        let limits = self.device.limits();
+        if groups.contains(&0) {
+            return Err(Error::ZeroSize("dispatch group count"));
+        }
+        let max = limits.max_compute_work_group_count;
+        if groups.iter().zip(max).any(|(g, m)| *g > m) {
+            return Err(Error::GroupCountTooLarge { requested: groups, limit: max });
+        }
+        let want = k.reflection.push_constant_size as usize;
+        if push.len() != want {
+            return Err(Error::PushConstants {
+                kernel: k.name.clone(),
+                reason: format!("the kernel's block is {want} bytes, {} were given", push.len()),
+            });
+        }
+        let bindings = &k.reflection.bindings;
+        if args.len() != bindings.len() {
+            return Err(Error::BindingMismatch {
+                kernel: k.name.clone(),
+                reason: format!("the kernel has {} buffer bindings, {} buffers were given", bindings.len(), args.len()),
+            });
+        }
+        for (arg, info) in args.iter().zip(bindings) {
+            self.check_same_device(&arg.buffer)?;
+            if arg.kind != info.kind {
+                return Err(Error::BindingMismatch {
+                    kernel: k.name.clone(),
+                    reason: format!(
+                        "binding {} is a {:?} buffer, a {:?} buffer was given",
+                        info.binding, info.kind, arg.kind
+                    ),
+                });
+            }
+            if arg.buffer.size > limits.max_storage_buffer_range {
+                return Err(Error::TooLarge {
+                    what: "buffer bound to a dispatch",
+                    requested: arg.buffer.size,
+                    limit: limits.max_storage_buffer_range,
+                });
+            }
+        }
+        self.push(Op::Dispatch { kernel: k.clone(), groups, args: args.iter().cloned().collect(), push: push.into() });
+        Ok(())
+    }
+
+    /// Arranges for `src`'s contents, as this recording leaves them, to be readable on the host
+    /// once the recording completes.
+    pub fn read_back<T: Pod>(&mut self, src: &Buffer<T>) -> Result<Readback<T>> {
+        self.check_same_device(&src.raw)?;
+        self.host_read = true;
+        if host_readable(&src.raw) {
+            src.raw.pending.fetch_add(1, Ordering::SeqCst);
+            self.host_reads.push(src.raw.clone());
+            return Ok(Readback { buffer: src.raw.clone(), len: src.len(), _t: PhantomData });
+        }
+        let staging = RawBuffer::new(&self.device, src.raw.size, MemoryKind::Readback, "vkasync read-back")?;
+        self.push(Op::Copy {
+            src: src.raw.clone(),
+            dst: staging.clone(),
+            region: vk::BufferCopy { src_offset: 0, dst_offset: 0, size: src.raw.size },
+        });
+        Ok(Readback { buffer: staging, len: src.len(), _t: PhantomData })
+    }
+
+    /// Writes the ops into `cmd` phase by phase (see the module docs). `cmd` is in the
+    /// recording state.
+    pub fn encode(&self, cmd: vk::CommandBuffer) -> EncodeStats {
+        let d = self.device.raw();
+        let mut stats = EncodeStats::default();
+        // (last phase that wrote, last phase that read) per buffer id.
+        let mut state: HashMap<u64, (Option<u32>, Option<u32>)> = HashMap::with_capacity(self.ops.len() * 2);
+        let mut phases: Vec<u32> = Vec::with_capacity(self.ops.len());
+        let mut leading = false;
+        for op in &self.ops {
+            let mut phase = 0;
+            op.for_each_buffer(|b, write| {
+                leading |= b.last_use.load(Ordering::SeqCst) > 0;
+                let (w, r) = state.get(&b.id).copied().unwrap_or((None, None));
+                if let Some(w) = w {
+                    phase = phase.max(w + 1);
+                }
+                if write {
+                    if let Some(r) = r {
+                        phase = phase.max(r + 1);
+                    }
+                }
+            });
+            op.for_each_buffer(|b, write| {
+                let e = state.entry(b.id).or_insert((None, None));
+                if write {
+                    e.0 = Some(e.0.map_or(phase, |w| w.max(phase)));
+                } else {
+                    e.1 = Some(e.1.map_or(phase, |r| r.max(phase)));
+                }
+            });
+            phases.push(phase);
+        }
+        let mut order: Vec<usize> = (0..self.ops.len()).collect();
+        order.sort_by_key(|&i| phases[i]);
+        let barrier = |src_stage, src_access, dst_stage, dst_access| {
+            let mb = [vk::MemoryBarrier::default().src_access_mask(src_access).dst_access_mask(dst_access)];
+            // SAFETY: `cmd` is recording; the barrier has no handles.
+            unsafe { d.cmd_pipeline_barrier(cmd, src_stage, dst_stage, vk::DependencyFlags::empty(), &mb, &[], &[]) };
+        };
+        if leading {
+            barrier(SHADER_OR_TRANSFER, writes(), SHADER_OR_TRANSFER, reads_and_writes());
+            stats.barriers += 1;
+        }
+        let mut current = 0;
+        let mut bound: Option<vk::Pipeline> = None;
+        for &i in &order {
+            if phases[i] != current {
+                barrier(SHADER_OR_TRANSFER, writes(), SHADER_OR_TRANSFER, reads_and_writes());
+                stats.barriers += 1;
+                current = phases[i];
+            }
+            match &self.ops[i] {
+                Op::Copy { src, dst, region } => {
+                    // SAFETY: both buffers are live (this recording holds them) and the region
+                    // was checked against their sizes when recorded.
+                    unsafe { d.cmd_copy_buffer(cmd, src.buffer, dst.buffer, std::slice::from_ref(region)) };
+                }
+                Op::Dispatch { kernel, groups, args, push } => {
+                    if bound != Some(kernel.pipeline) {
+                        // SAFETY: the pipeline is live (held by the op).
+                        unsafe { d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, kernel.pipeline) };
+                        bound = Some(kernel.pipeline);
+                    }
+                    let infos: SmallVec<[vk::DescriptorBufferInfo; 4]> = args
+                        .iter()
+                        .map(|a| vk::DescriptorBufferInfo { buffer: a.buffer.buffer, offset: 0, range: vk::WHOLE_SIZE })
+                        .collect();
+                    let writes: SmallVec<[vk::WriteDescriptorSet; 4]> = kernel
+                        .reflection
+                        .bindings
+                        .iter()
+                        .zip(&infos)
+                        .map(|(b, info)| {
+                            vk::WriteDescriptorSet::default()
+                                .dst_binding(b.binding)
+                                .descriptor_type(match b.kind {
+                                    crate::spirv::BindingKind::Storage => vk::DescriptorType::STORAGE_BUFFER,
+                                    crate::spirv::BindingKind::Uniform => vk::DescriptorType::UNIFORM_BUFFER,
+                                })
+                                .buffer_info(std::slice::from_ref(info))
+                        })
+                        .collect();
+                    // SAFETY: the layout matches the kernel's reflection; bindings, push size and
+                    // group counts were checked against the kernel and the device at record time.
+                    unsafe {
+                        if !writes.is_empty() {
+                            self.device.shared.push_descriptor.cmd_push_descriptor_set(
+                                cmd,
+                                vk::PipelineBindPoint::COMPUTE,
+                                kernel.layout,
+                                0,
+                                &writes,
+                            );
+                        }
+                        if !push.is_empty() {
+                            d.cmd_push_constants(cmd, kernel.layout, vk::ShaderStageFlags::COMPUTE, 0, push);
+                        }
+                        d.cmd_dispatch(cmd, groups[0], groups[1], groups[2]);
+                    }
+                }
+            }
+        }
+        stats.phases = phases.iter().max().map_or(0, |p| *p as u64 + 1);
+        if self.host_read {
+            barrier(SHADER_OR_TRANSFER, writes(), vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ);
+            stats.barriers += 1;
+        }
+        stats
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        if !self.submitted {
+            let release = |b: &Arc<RawBuffer>| {
+                b.pending.fetch_sub(1, Ordering::SeqCst);
+            };
+            for op in &self.ops {
+                op.for_each_buffer(|b, _| release(b));
+            }
+            self.host_reads.iter().for_each(release);
+        }
+    }
+}
+
+/// A command pool with command buffers recycled by timeline value.
+pub(crate) struct CommandPool {
+    pool: vk::CommandPool,
+    free: Vec<vk::CommandBuffer>,
+    /// Submitted command buffers, oldest first, with their timeline values.
+    in_flight: VecDeque<(u64, vk::CommandBuffer)>,
+}
+
+impl CommandPool {
+    pub fn new(device: &Device) -> Result<Self> {
+        let info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(device.queue_family())
+            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER | vk::CommandPoolCreateFlags::TRANSIENT);
+        // SAFETY: the device is live.
+        let pool = unsafe { device.raw().create_command_pool(&info, None) }.map_err(map_oom("vkCreateCommandPool"))?;
+        Ok(CommandPool { pool, free: Vec::new(), in_flight: VecDeque::new() })
+    }
+
+    /// A command buffer in the recording state. Buffers whose value is `<= completed` are reused.
+    pub fn begin(&mut self, device: &Device, completed: u64) -> Result<vk::CommandBuffer> {
+        while self.in_flight.front().is_some_and(|(v, _)| *v <= completed) {
+            let (_, cb) = self.in_flight.pop_front().expect("checked non-empty");
+            self.free.push(cb);
+        }
+        let d = device.raw();
+        let cb = match self.free.pop() {
+            Some(cb) => cb,
+            None => {
+                let info = vk::CommandBufferAllocateInfo::default()
+                    .command_pool(self.pool)
+                    .level(vk::CommandBufferLevel::PRIMARY)
+                    .command_buffer_count(1);
+                // SAFETY: the pool is live and externally synchronised by `&mut self`.
+                unsafe { d.allocate_command_buffers(&info) }.map_err(map_oom("vkAllocateCommandBuffers"))?[0]
+            }
+        };
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // SAFETY: `cb` is not pending: it is new, or its submission's value was reached. Resetting
+        // (implicit in begin, allowed by RESET_COMMAND_BUFFER) is therefore valid.
+        if let Err(e) = unsafe { d.begin_command_buffer(cb, &begin) } {
+            self.free.push(cb);
+            return Err(map_oom("vkBeginCommandBuffer")(e));
+        }
+        Ok(cb)
+    }
+
+    /// Ends recording of `cb`.
+    pub fn end(&mut self, device: &Device, cb: vk::CommandBuffer) -> Result<()> {
+        // SAFETY: `cb` is in the recording state (from `begin`).
+        unsafe { device.raw().end_command_buffer(cb) }.map_err(|e| {
+            self.free.push(cb);
+            map_oom("vkEndCommandBuffer")(e)
+        })
+    }
+
+    /// Hands `cb` back: it was submitted with `value`, or (`None`) never submitted.
+    pub fn release(&mut self, cb: vk::CommandBuffer, value: Option<u64>) {
+        match value {
+            Some(v) => self.in_flight.push_back((v, cb)),
+            None => self.free.push(cb),
+        }
+    }
+
+    /// Destroys the pool and its command buffers. The caller ensures none is pending (their
+    /// values were reached, or the device was lost).
+    pub fn destroy(self, device: &ash::Device) {
+        // SAFETY: see above.
+        unsafe { device.destroy_command_pool(self.pool, None) };
+    }
+}
+
+/// Records GPU work for the blocking path: commands are submitted together by
+/// [`CommandList::submit_and_wait`], which blocks until the GPU is done.
+///
+/// This is the naive pattern (one submit and one wait per call) that the executor improves on;
+/// it is also the simplest way to run a kernel once.
+///
+/// ```no_run
+/// use vkasync::{kernels, Buffer, CommandList, Device, Kernel, MemoryKind};
+/// let device = Device::new()?;
+/// let mix = Kernel::new(&device, &kernels::MIX)?;
+/// let data: Vec<u32> = (0..1000).collect();
+/// let buf = Buffer::<u32>::new(&device, data.len(), MemoryKind::Device)?;
+/// let mut cmds = CommandList::new(&device);
+/// cmds.upload(&buf, &data)?;
+/// cmds.dispatch(&mix, [mix.groups_for(1000), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[1000u32, 1]))?;
+/// let result = cmds.read_back(&buf)?;
+/// cmds.submit_and_wait()?;
+/// let out: Vec<u32> = result.into_vec()?;
+/// # Ok::<(), vkasync::Error>(())
+/// ```
+pub struct CommandList {
+    rec: Recording,
+}
+
+impl std::fmt::Debug for CommandList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandList").field("ops", &self.rec.len()).finish()
+    }
+}
+
+impl CommandList {
+    /// An empty list for `device`.
+    pub fn new(device: &Device) -> Self {
+        CommandList { rec: Recording::new(device) }
+    }
+
+    /// Uploads `data` into the start of `dst` (see [`CommandList::upload_at`]).
+    pub fn upload<T: Pod>(&mut self, dst: &Buffer<T>, data: &[T]) -> Result<()> {
+        self.rec.upload(dst, 0, data)
+    }
+
+    /// Uploads `data` into `dst` starting at element `offset`. The data is copied out of `data`
+    /// now; on unified-memory devices an idle `dst` is written directly.
+    pub fn upload_at<T: Pod>(&mut self, dst: &Buffer<T>, offset: usize, data: &[T]) -> Result<()> {
+        self.rec.upload(dst, offset, data)
+    }
+
+    /// Copies all of `src` to `dst`; both must have the same length.
+    pub fn copy<T: Pod>(&mut self, src: &Buffer<T>, dst: &Buffer<T>) -> Result<()> {
+        self.rec.copy(src, dst)
+    }
+
+    /// Copies `len` elements from `src[src_offset..]` to `dst[dst_offset..]`.
+    pub fn copy_region<T: Pod>(
+        &mut self,
+        src: &Buffer<T>,
+        src_offset: usize,
+        dst: &Buffer<T>,
+        dst_offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        self.rec.copy_region(src, src_offset, dst, dst_offset, len)
+    }
+
+    /// Records a dispatch of `kernel` with `groups` workgroups, its buffers in binding order,
+    /// and its push constants as bytes (e.g. `bytemuck::bytes_of(&push)`).
+    pub fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], args: &[Arg], push: &[u8]) -> Result<()> {
+        self.rec.dispatch(kernel, groups, args, push)
+    }
+
+    /// Arranges for `src` to be read on the host after the work completes.
+    pub fn read_back<T: Pod>(&mut self, src: &Buffer<T>) -> Result<Readback<T>> {
+        self.rec.read_back(src)
+    }
+
+    /// The number of GPU commands recorded.
+    pub fn len(&self) -> usize {
+        self.rec.len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.rec.is_empty()
+    }
+
+    /// Submits everything in one `vkQueueSubmit` and blocks on the timeline semaphore until the
+    /// GPU is done. Returns the submission's timeline value.
+    pub fn submit_and_wait(self) -> Result<u64> {
+        let device = self.rec.device.clone();
+        let value = self.submit_inner(&device)?;
+        device.shared.wait(value, None)?;
+        Ok(value)
+    }
+
+    fn submit_inner(mut self, device: &Device) -> Result<u64> {
+        if self.rec.is_empty() {
+            return Ok(device.last_submitted());
+        }
+        let completed = device.shared.completed_value()?;
+        let mut guard = device.shared.blocking_pool.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            *guard = Some(CommandPool::new(device)?);
+        }
+        let pool = guard.as_mut().expect("just created");
+        let cb = pool.begin(device, completed)?;
+        self.rec.encode(cb);
+        pool.end(device, cb)?;
+        match device.submit(&[cb]) {
+            Ok(value) => {
+                pool.release(cb, Some(value));
+                self.rec.mark_submitted(value);
+                Ok(value)
+            }
+            Err(e) => {
+                pool.release(cb, None);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// The contents of a buffer, available on the host once the work that produces it completes.
+pub struct Readback<T: Pod> {
+    buffer: Arc<RawBuffer>,
+    len: usize,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: Pod> std::fmt::Debug for Readback<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Readback").field("len", &self.len).finish()
+    }
+}
+
+impl<T: Pod> Readback<T> {
+    /// Whether the GPU finished producing the contents.
+    pub fn is_ready(&self) -> Result<bool> {
+        self.buffer.is_idle()
+    }
+
+    /// The contents. [`Error::NotReady`] if the work is not complete (or not submitted).
+    pub fn into_vec(self) -> Result<Vec<T>> {
+        if !self.buffer.is_idle()? {
+            return Err(Error::NotReady);
+        }
+        let mut out = vec![T::zeroed(); self.len];
+        self.buffer.read_bytes(bytemuck::cast_slice_mut(&mut out))?;
+        Ok(out)
+    }
+}

@@ -1,0 +1,493 @@
+//! The logical device: one compute queue, its timeline semaphore, the memory allocator and the
+//! device limits that vkasync checks before the driver sees a call.
+//!
+//! # The timeline
+//! The device owns one timeline semaphore for its queue and the counter of values handed out.
+//! [`Device::submit`] takes the queue lock, submits with a signal of `last + 1`, and only when
+//! `vkQueueSubmit` succeeded records `last + 1` as handed out; a failed submit hands out nothing,
+//! so the timeline stays consistent. Work with value `v` is complete once the semaphore's counter
+//! is `>= v`. The last counter value read is cached, so a value observed complete is not asked
+//! about again.
+
+use crate::error::{map_alloc, map_oom, map_oom_and_lost, Error, Result};
+use crate::instance::{self, AdapterInfo, DeviceSelector, InstanceShared};
+use ash::vk;
+use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long dropping the device waits for submitted work before it gives up and leaks the
+/// device's memory rather than free it under the GPU.
+const DROP_WAIT: Duration = Duration::from_secs(10);
+
+/// The device limits vkasync checks itself.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// `maxComputeWorkGroupCount`.
+    pub max_compute_work_group_count: [u32; 3],
+    /// `maxPushConstantsSize`, in bytes.
+    pub max_push_constants_size: u32,
+    /// `maxStorageBufferRange`, in bytes: the largest buffer a dispatch can bind.
+    pub max_storage_buffer_range: u64,
+    /// The largest single buffer: `maxMemoryAllocationSize`, capped by the largest heap.
+    pub max_buffer_size: u64,
+    /// Nanoseconds per timestamp tick.
+    pub timestamp_period_ns: f32,
+    /// `minStorageBufferOffsetAlignment`, in bytes.
+    pub min_storage_buffer_offset_alignment: u64,
+}
+
+/// Chooses and opens a device. [`Device::new`] is `DeviceBuilder::new().build()`.
+///
+/// ```no_run
+/// let device = vkasync::DeviceBuilder::new().validation(true).select("llvmpipe").build()?;
+/// println!("{}", device.info());
+/// # Ok::<(), vkasync::Error>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct DeviceBuilder {
+    validation: Option<bool>,
+    selector: Option<DeviceSelector>,
+    loader: Option<std::path::PathBuf>,
+}
+
+impl DeviceBuilder {
+    /// A builder with the defaults: the environment decides (`VKASYNC_VALIDATION`,
+    /// `VKASYNC_DEVICE`), else no validation and the preferred device.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Turns the Khronos validation layer (with synchronization validation) on or off, whatever
+    /// `VKASYNC_VALIDATION` says.
+    pub fn validation(mut self, on: bool) -> Self {
+        self.validation = Some(on);
+        self
+    }
+
+    /// Chooses the device by index or by part of its name (the syntax of `VKASYNC_DEVICE`).
+    pub fn select(mut self, selector: &str) -> Self {
+        self.selector = Some(DeviceSelector::parse(selector));
+        self
+    }
+
+    /// Chooses the device with this selector.
+    pub fn selector(mut self, selector: DeviceSelector) -> Self {
+        self.selector = Some(selector);
+        self
+    }
+
+    /// Loads the Vulkan loader from this path instead of the system's `libvulkan.so.1` /
+    /// `vulkan-1.dll`.
+    pub fn loader_path(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.loader = Some(path.into());
+        self
+    }
+
+    /// Opens the device.
+    pub fn build(self) -> Result<Device> {
+        let validation = self
+            .validation
+            .unwrap_or_else(|| std::env::var("VKASYNC_VALIDATION").is_ok_and(|v| !v.is_empty() && v != "0"));
+        let selector = match self.selector {
+            Some(s) => s,
+            None => match std::env::var("VKASYNC_DEVICE") {
+                Ok(s) if !s.trim().is_empty() => DeviceSelector::parse(&s),
+                _ => DeviceSelector::Default,
+            },
+        };
+        Device::open(validation, &selector, self.loader.as_deref())
+    }
+}
+
+/// A Vulkan device with one compute queue and its timeline semaphore. Cheap to clone (shared).
+///
+/// ```no_run
+/// let device = vkasync::Device::new()?;
+/// println!("running on {}", device.info().name);
+/// # Ok::<(), vkasync::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Device {
+    pub(crate) shared: Arc<DeviceShared>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device").field("info", &self.shared.info).finish_non_exhaustive()
+    }
+}
+
+/// Everything a device owns. Dropped when the last `Device`, buffer or kernel made from it goes.
+pub(crate) struct DeviceShared {
+    pub info: AdapterInfo,
+    pub limits: Limits,
+    /// True when every device-local memory type is also host-visible (lavapipe, most integrated
+    /// GPUs): uploads and read-backs can then skip the staging copy.
+    pub unified_memory: bool,
+    pub device: ash::Device,
+    pub push_descriptor: ash::khr::push_descriptor::Device,
+    pub queue_family: u32,
+    queue: Mutex<vk::Queue>,
+    pub timeline: vk::Semaphore,
+    /// The last timeline value handed out (by a successful submit).
+    submitted: AtomicU64,
+    /// The last counter value read from the semaphore.
+    completed: AtomicU64,
+    lost: AtomicBool,
+    pub allocator: ManuallyDrop<Mutex<Allocator>>,
+    /// Command pool for the blocking path ([`crate::CommandList::submit_and_wait`]).
+    pub blocking_pool: Mutex<Option<crate::commands::CommandPool>>,
+    next_id: AtomicU64,
+    pub instance: ManuallyDrop<InstanceShared>,
+}
+
+impl Device {
+    /// Opens the preferred device, honouring `VKASYNC_DEVICE` and `VKASYNC_VALIDATION`.
+    pub fn new() -> Result<Self> {
+        DeviceBuilder::new().build()
+    }
+
+    /// A builder, to choose the device or turn validation on in code.
+    pub fn builder() -> DeviceBuilder {
+        DeviceBuilder::new()
+    }
+
+    fn open(validation: bool, selector: &DeviceSelector, loader: Option<&std::path::Path>) -> Result<Self> {
+        let inst = instance::create_instance(validation, loader)?;
+        let list = instance::enumerate(&inst.instance)?;
+        let (physical, info) = selector.pick(&list)?.clone();
+        let instance = &inst.instance;
+        let unsupported = |missing: &str| Error::Unsupported { device: info.name.clone(), missing: missing.into() };
+
+        // Prefer a compute-only family (no graphics), else any family with compute.
+        let family = info
+            .queue_families
+            .iter()
+            .filter(|q| q.compute && q.queue_count > 0)
+            .min_by_key(|q| (q.graphics, q.index))
+            .ok_or_else(|| unsupported("a queue family with compute"))?
+            .index;
+
+        // SAFETY: `physical` was enumerated from the live instance.
+        let exts = unsafe { instance.enumerate_device_extension_properties(physical) }
+            .map_err(map_oom("vkEnumerateDeviceExtensionProperties"))?;
+        let has = |name: &std::ffi::CStr| exts.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name));
+        if !has(ash::khr::push_descriptor::NAME) {
+            return Err(unsupported("the VK_KHR_push_descriptor extension"));
+        }
+
+        let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
+        let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut maint3);
+        // SAFETY: as above; the device is 1.2+ (checked by the selector), so the chain is valid.
+        unsafe { instance.get_physical_device_properties2(physical, &mut props2) };
+        let props = props2.properties;
+        // SAFETY: as above.
+        let mem = unsafe { instance.get_physical_device_memory_properties(physical) };
+        let heaps = &mem.memory_heaps[..mem.memory_heap_count as usize];
+        let types = &mem.memory_types[..mem.memory_type_count as usize];
+        let largest_heap = heaps.iter().map(|h| h.size).max().unwrap_or(0);
+        let unified_memory = types
+            .iter()
+            .filter(|t| t.property_flags.contains(vk::MemoryPropertyFlags::DEVICE_LOCAL))
+            .all(|t| t.property_flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE));
+        let limits = Limits {
+            max_compute_work_group_count: props.limits.max_compute_work_group_count,
+            max_push_constants_size: props.limits.max_push_constants_size,
+            max_storage_buffer_range: props.limits.max_storage_buffer_range as u64,
+            max_buffer_size: maint3.max_memory_allocation_size.min(largest_heap),
+            timestamp_period_ns: props.limits.timestamp_period,
+            min_storage_buffer_offset_alignment: props.limits.min_storage_buffer_offset_alignment,
+        };
+
+        let mut f12 =
+            vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true).buffer_device_address(false);
+        let priorities = [1.0f32];
+        let queue_info =
+            [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
+        let ext_names = [ash::khr::push_descriptor::NAME.as_ptr()];
+        let device_info = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queue_info)
+            .enabled_extension_names(&ext_names)
+            .push_next(&mut f12);
+        // SAFETY: `device_info` and all it points to live across the call; the features asked
+        // for were checked (timeline semaphores by the selector).
+        let device = unsafe { instance.create_device(physical, &device_info, None) }.map_err(|e| match e {
+            vk::Result::ERROR_FEATURE_NOT_PRESENT | vk::Result::ERROR_EXTENSION_NOT_PRESENT => {
+                unsupported("a feature or extension vkasync needs")
+            }
+            vk::Result::ERROR_DEVICE_LOST => Error::DeviceLost,
+            e => map_oom("vkCreateDevice")(e),
+        })?;
+        // From here on, `guard` destroys the device if a later step fails.
+        let guard = DestroyDevice(Some(device.clone()));
+        // SAFETY: the family and index 0 were requested at creation.
+        let queue = unsafe { device.get_device_queue(family, 0) };
+        let mut type_info =
+            vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
+        let sem_info = vk::SemaphoreCreateInfo::default().push_next(&mut type_info);
+        // SAFETY: the device is live; the chain asks for a timeline semaphore, which is enabled.
+        let timeline = unsafe { device.create_semaphore(&sem_info, None) }.map_err(map_oom("vkCreateSemaphore"))?;
+        let allocator = Allocator::new(&AllocatorCreateDesc {
+            instance: instance.clone(),
+            device: device.clone(),
+            physical_device: physical,
+            debug_settings: {
+                let mut settings = gpu_allocator::AllocatorDebugSettings::default();
+                settings.log_leaks_on_shutdown = true;
+                settings
+            },
+            buffer_device_address: false,
+            allocation_sizes: Default::default(),
+        });
+        let allocator = match allocator {
+            Ok(a) => a,
+            Err(e) => {
+                // SAFETY: the semaphore was never used.
+                unsafe { device.destroy_semaphore(timeline, None) };
+                return Err(map_alloc(e));
+            }
+        };
+        let push_descriptor = ash::khr::push_descriptor::Device::new(instance, &device);
+        std::mem::forget(guard);
+        log::info!("vkasync: opened {} (queue family {family}, unified memory: {unified_memory})", info.name);
+        Ok(Device {
+            shared: Arc::new(DeviceShared {
+                info,
+                limits,
+                unified_memory,
+                device,
+                push_descriptor,
+                queue_family: family,
+                queue: Mutex::new(queue),
+                timeline,
+                submitted: AtomicU64::new(0),
+                completed: AtomicU64::new(0),
+                lost: AtomicBool::new(false),
+                allocator: ManuallyDrop::new(Mutex::new(allocator)),
+                blocking_pool: Mutex::new(None),
+                next_id: AtomicU64::new(1),
+                instance: ManuallyDrop::new(inst),
+            }),
+        })
+    }
+
+    /// The chosen device's description.
+    pub fn info(&self) -> &AdapterInfo {
+        &self.shared.info
+    }
+
+    /// The limits vkasync checks.
+    pub fn limits(&self) -> &Limits {
+        &self.shared.limits
+    }
+
+    /// Whether device-local memory is host-visible, so staging copies are skipped.
+    pub fn unified_memory(&self) -> bool {
+        self.shared.unified_memory
+    }
+
+    /// The queue family in use.
+    pub fn queue_family(&self) -> u32 {
+        self.shared.queue_family
+    }
+
+    /// Errors and warnings the validation layer has reported so far (0 without validation).
+    pub fn validation_message_count(&self) -> u64 {
+        self.shared.instance.log.count.load(Ordering::SeqCst)
+    }
+
+    /// The texts of the first validation messages (errors and warnings).
+    pub fn validation_messages(&self) -> Vec<String> {
+        self.shared.instance.log.messages.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    /// Whether validation is on for this device.
+    pub fn validation_enabled(&self) -> bool {
+        self.shared.instance.debug.is_some()
+    }
+
+    /// What the allocator holds now: live allocations and their bytes. After every buffer is
+    /// dropped and all work completed, both are 0.
+    pub fn memory_report(&self) -> MemoryReport {
+        let alloc = self.shared.allocator.lock().unwrap_or_else(|p| p.into_inner());
+        let report = alloc.generate_report();
+        MemoryReport {
+            live_allocations: report.allocations.len(),
+            allocated_bytes: report.total_allocated_bytes,
+            reserved_bytes: report.total_capacity_bytes,
+        }
+    }
+
+    /// The last timeline value handed out by a successful submit.
+    pub fn last_submitted(&self) -> u64 {
+        self.shared.submitted.load(Ordering::SeqCst)
+    }
+
+    /// Whether the device has been lost.
+    pub fn is_lost(&self) -> bool {
+        self.shared.lost.load(Ordering::SeqCst)
+    }
+
+    /// Reads the timeline counter: every submission with a value at or below it has completed.
+    pub fn completed_value(&self) -> Result<u64> {
+        self.shared.completed_value()
+    }
+
+    /// Blocks until the timeline reaches `value`, or `timeout` passes (`Ok(false)`).
+    /// `None` waits without a bound.
+    pub fn wait(&self, value: u64, timeout: Option<Duration>) -> Result<bool> {
+        self.shared.wait(value, timeout)
+    }
+
+    pub(crate) fn next_id(&self) -> u64 {
+        self.shared.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn raw(&self) -> &ash::Device {
+        &self.shared.device
+    }
+
+    /// Submits command buffers in one `vkQueueSubmit` that signals the next timeline value, and
+    /// returns that value. The value is handed out only if the submit succeeded.
+    pub(crate) fn submit(&self, command_buffers: &[vk::CommandBuffer]) -> Result<u64> {
+        self.shared.submit(command_buffers)
+    }
+
+    /// Host-signals the timeline. Signalling a value at or below the current one is invalid
+    /// usage; it exists only so that tests can drive a driver into device loss.
+    #[doc(hidden)]
+    pub fn debug_host_signal(&self, value: u64) -> Result<()> {
+        let info = vk::SemaphoreSignalInfo::default().semaphore(self.shared.timeline).value(value);
+        // SAFETY: the semaphore is live. A value below the current one is invalid usage that the
+        // caller asks for on purpose (see the doc); drivers answer it with device loss.
+        unsafe { self.shared.device.signal_semaphore(&info) }
+            .map_err(|e| self.shared.note(map_oom_and_lost("vkSignalSemaphore")(e)))
+    }
+}
+
+/// What [`Device::memory_report`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryReport {
+    /// Allocations not yet freed.
+    pub live_allocations: usize,
+    /// Their total size in bytes.
+    pub allocated_bytes: u64,
+    /// Device memory blocks the allocator holds (freed blocks may be kept for reuse).
+    pub reserved_bytes: u64,
+}
+
+impl DeviceShared {
+    /// Records device loss so that later calls fail fast.
+    pub(crate) fn note(&self, e: Error) -> Error {
+        if e == Error::DeviceLost {
+            self.lost.store(true, Ordering::SeqCst);
+        }
+        e
+    }
+
+    pub(crate) fn check_lost(&self) -> Result<()> {
+        if self.lost.load(Ordering::SeqCst) {
+            Err(Error::DeviceLost)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn submitted(&self) -> u64 {
+        self.submitted.load(Ordering::SeqCst)
+    }
+
+    /// The last counter value read (no Vulkan call).
+    pub(crate) fn cached_completed(&self) -> u64 {
+        self.completed.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn completed_value(&self) -> Result<u64> {
+        self.check_lost()?;
+        // SAFETY: the semaphore is a live timeline semaphore of this device.
+        let v = unsafe { self.device.get_semaphore_counter_value(self.timeline) }
+            .map_err(|e| self.note(map_oom_and_lost("vkGetSemaphoreCounterValue")(e)))?;
+        self.completed.fetch_max(v, Ordering::SeqCst);
+        Ok(v)
+    }
+
+    pub(crate) fn wait(&self, value: u64, timeout: Option<Duration>) -> Result<bool> {
+        if value <= self.cached_completed() {
+            return Ok(true);
+        }
+        self.check_lost()?;
+        let sems = [self.timeline];
+        let values = [value];
+        let info = vk::SemaphoreWaitInfo::default().semaphores(&sems).values(&values);
+        let ns = timeout.map_or(u64::MAX, |t| t.as_nanos().min(u64::MAX as u128) as u64);
+        // SAFETY: the semaphore is live; the arrays outlive the call.
+        match unsafe { self.device.wait_semaphores(&info, ns) } {
+            Ok(()) => {
+                self.completed.fetch_max(value, Ordering::SeqCst);
+                Ok(true)
+            }
+            Err(vk::Result::TIMEOUT) => Ok(false),
+            Err(e) => Err(self.note(map_oom_and_lost("vkWaitSemaphores")(e))),
+        }
+    }
+
+    pub(crate) fn submit(&self, command_buffers: &[vk::CommandBuffer]) -> Result<u64> {
+        self.check_lost()?;
+        let queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let value = self.submitted.load(Ordering::SeqCst) + 1;
+        let signal_values = [value];
+        let signals = [self.timeline];
+        let mut timeline_info = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&signal_values);
+        let submit = [vk::SubmitInfo::default()
+            .command_buffers(command_buffers)
+            .signal_semaphores(&signals)
+            .push_next(&mut timeline_info)];
+        // SAFETY: the queue is externally synchronised by the lock held; the command buffers are
+        // fully recorded and not pending elsewhere (their owners recycle them only after their
+        // value is reached); `value` is greater than every value signalled before.
+        unsafe { self.device.queue_submit(*queue, &submit, vk::Fence::null()) }
+            .map_err(|e| self.note(map_oom_and_lost("vkQueueSubmit")(e)))?;
+        self.submitted.store(value, Ordering::SeqCst);
+        Ok(value)
+    }
+}
+
+impl Drop for DeviceShared {
+    fn drop(&mut self) {
+        // Every buffer, kernel and executor holds a Device, so nothing of ours is in flight except
+        // what the queue still runs. Wait for it (bounded) before freeing.
+        let last = self.submitted();
+        let done = self.lost.load(Ordering::SeqCst) || matches!(self.wait(last, Some(DROP_WAIT)), Ok(true) | Err(_));
+        if !done {
+            log::error!("vkasync: the GPU did not finish within {DROP_WAIT:?}; leaking the device rather than freeing memory it may still use");
+            return;
+        }
+        // SAFETY: after the wait the queue is idle (or lost, when destroying is allowed);
+        // nothing else uses these objects since this is the last reference.
+        unsafe {
+            let _ = self.device.device_wait_idle();
+            if let Some(pool) = self.blocking_pool.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
+                pool.destroy(&self.device);
+            }
+            ManuallyDrop::drop(&mut self.allocator);
+            self.device.destroy_semaphore(self.timeline, None);
+            self.device.destroy_device(None);
+            ManuallyDrop::drop(&mut self.instance);
+        }
+    }
+}
+
+/// Destroys a device on early return during [`Device::open`].
+struct DestroyDevice(Option<ash::Device>);
+
+impl Drop for DestroyDevice {
+    fn drop(&mut self) {
+        if let Some(d) = self.0.take() {
+            // SAFETY: only reached when opening failed before any object of `d` escaped.
+            unsafe { d.destroy_device(None) };
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! Compute kernels: a pipeline made from SPIR-V, with its bindings and push constants checked.
+//!
+//! Descriptors are pushed with `VK_KHR_push_descriptor` at each dispatch, so a kernel needs no
+//! descriptor pool and a dispatch allocates nothing that must be recycled.
+
+use crate::buffer::{Buffer, RawBuffer};
+use crate::device::Device;
+use crate::error::{map_oom, Error, Result};
+use crate::spirv::{self, BindingKind, Reflection};
+use ash::vk;
+use bytemuck::Pod;
+use std::sync::Arc;
+
+/// SPIR-V compiled from `shaders/` at build time; see [`crate::kernels`].
+#[derive(Debug, Clone, Copy)]
+pub struct KernelSource {
+    /// The shader's file stem, e.g. `"mix"`.
+    pub name: &'static str,
+    /// Its path in the repository, e.g. `"shaders/mix.comp"`.
+    pub path: &'static str,
+    /// The SPIR-V words.
+    pub spirv: &'static [u32],
+}
+
+pub(crate) struct RawKernel {
+    pub device: Device,
+    pub name: String,
+    pub reflection: Reflection,
+    pub set_layout: vk::DescriptorSetLayout,
+    pub layout: vk::PipelineLayout,
+    pub pipeline: vk::Pipeline,
+}
+
+impl Drop for RawKernel {
+    fn drop(&mut self) {
+        let d = self.device.raw();
+        // SAFETY: every recorded dispatch holds an Arc<RawKernel> until its submission's timeline
+        // value is reached, so no pending command buffer uses these objects.
+        unsafe {
+            d.destroy_pipeline(self.pipeline, None);
+            d.destroy_pipeline_layout(self.layout, None);
+            d.destroy_descriptor_set_layout(self.set_layout, None);
+        }
+    }
+}
+
+/// A compute pipeline. Cheap to clone.
+///
+/// ```no_run
+/// use vkasync::{kernels, Device, Kernel};
+/// let device = Device::new()?;
+/// let mix = Kernel::new(&device, &kernels::MIX)?;
+/// assert_eq!(mix.push_constant_size(), 8);
+/// # Ok::<(), vkasync::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Kernel {
+    pub(crate) raw: Arc<RawKernel>,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel").field("name", &self.raw.name).field("reflection", &self.raw.reflection).finish()
+    }
+}
+
+impl Kernel {
+    /// Creates the pipeline for a kernel compiled at build time.
+    pub fn new(device: &Device, source: &KernelSource) -> Result<Self> {
+        Self::from_words(device, source.name, source.spirv)
+    }
+
+    /// Creates a pipeline from SPIR-V bytes supplied at run time (e.g. read from a `.spv` file).
+    /// Bytes that are not a usable compute module give [`Error::InvalidSpirv`].
+    pub fn from_spirv(device: &Device, name: &str, bytes: &[u8]) -> Result<Self> {
+        let words = spirv::words_from_bytes(bytes)?;
+        Self::from_words(device, name, &words)
+    }
+
+    /// Creates a pipeline from SPIR-V words.
+    pub fn from_words(device: &Device, name: &str, words: &[u32]) -> Result<Self> {
+        let reflection = spirv::reflect(words)?;
+        let limits = device.limits();
+        if reflection.push_constant_size > limits.max_push_constants_size {
+            return Err(Error::PushConstants {
+                kernel: name.into(),
+                reason: format!(
+                    "the block is {} bytes but the device allows {}",
+                    reflection.push_constant_size, limits.max_push_constants_size
+                ),
+            });
+        }
+        device.shared.check_lost()?;
+        let d = device.raw();
+        let layout_bindings: Vec<vk::DescriptorSetLayoutBinding> = reflection
+            .bindings
+            .iter()
+            .map(|b| {
+                vk::DescriptorSetLayoutBinding::default()
+                    .binding(b.binding)
+                    .descriptor_type(descriptor_type(b.kind))
+                    .descriptor_count(1)
+                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            })
+            .collect();
+        let set_info = vk::DescriptorSetLayoutCreateInfo::default()
+            .flags(vk::DescriptorSetLayoutCreateFlags::PUSH_DESCRIPTOR_KHR)
+            .bindings(&layout_bindings);
+        // SAFETY: the device is live; push descriptors are enabled at device creation.
+        let set_layout = unsafe { d.create_descriptor_set_layout(&set_info, None) }
+            .map_err(map_oom("vkCreateDescriptorSetLayout"))?;
+        // Owned pieces are wrapped right away, so an early return destroys them.
+        let mut guard = Partial {
+            device: device.clone(),
+            set_layout,
+            layout: vk::PipelineLayout::null(),
+            module: vk::ShaderModule::null(),
+        };
+        let ranges = [vk::PushConstantRange::default()
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            .offset(0)
+            .size(reflection.push_constant_size)];
+        let set_layouts = [set_layout];
+        let mut layout_info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts);
+        if reflection.push_constant_size > 0 {
+            layout_info = layout_info.push_constant_ranges(&ranges);
+        }
+        // SAFETY: as above.
+        guard.layout =
+            unsafe { d.create_pipeline_layout(&layout_info, None) }.map_err(map_oom("vkCreatePipelineLayout"))?;
+        let module_info = vk::ShaderModuleCreateInfo::default().code(words);
+        // SAFETY: `words` is a SPIR-V module whose header and instruction stream were checked by
+        // `reflect`.
+        guard.module = unsafe { d.create_shader_module(&module_info, None) }.map_err(|e| match e {
+            vk::Result::ERROR_INVALID_SHADER_NV => Error::InvalidSpirv("rejected by the driver".into()),
+            e => map_oom("vkCreateShaderModule")(e),
+        })?;
+        let entry = std::ffi::CString::new(reflection.entry_point.clone())
+            .map_err(|_| Error::InvalidSpirv("entry point name contains NUL".into()))?;
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(guard.module)
+            .name(&entry);
+        let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(guard.layout)];
+        // SAFETY: module and layout are live and match (bindings and push constants come from
+        // the module's own reflection).
+        let pipeline = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &info, None) }.map_err(
+            |(_, e)| match e {
+                vk::Result::ERROR_INVALID_SHADER_NV => Error::InvalidSpirv("rejected by the driver".into()),
+                e => map_oom("vkCreateComputePipelines")(e),
+            },
+        )?[0];
+        // SAFETY: the module is no longer needed once the pipeline exists.
+        unsafe { d.destroy_shader_module(guard.module, None) };
+        let layout = guard.layout;
+        std::mem::forget(guard);
+        Ok(Kernel {
+            raw: Arc::new(RawKernel {
+                device: device.clone(),
+                name: name.into(),
+                reflection,
+                set_layout,
+                layout,
+                pipeline,
+            }),
+        })
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.raw.name
+    }
+
+    /// What reflection found in its SPIR-V.
+    pub fn reflection(&self) -> &Reflection {
+        &self.raw.reflection
+    }
+
+    /// The size of its push-constant block in bytes.
+    pub fn push_constant_size(&self) -> u32 {
+        self.raw.reflection.push_constant_size
+    }
+
+    /// Its workgroup size.
+    pub fn local_size(&self) -> [u32; 3] {
+        self.raw.reflection.local_size
+    }
+
+    /// The number of workgroups a 1-D dispatch over `n` items needs.
+    pub fn groups_for(&self, n: u64) -> u32 {
+        let per = self.raw.reflection.local_size[0].max(1) as u64;
+        n.div_ceil(per).min(u32::MAX as u64) as u32
+    }
+}
+
+fn descriptor_type(kind: BindingKind) -> vk::DescriptorType {
+    match kind {
+        BindingKind::Storage => vk::DescriptorType::STORAGE_BUFFER,
+        BindingKind::Uniform => vk::DescriptorType::UNIFORM_BUFFER,
+    }
+}
+
+/// Destroys what [`Kernel::from_words`] created before it fails.
+struct Partial {
+    device: Device,
+    set_layout: vk::DescriptorSetLayout,
+    layout: vk::PipelineLayout,
+    module: vk::ShaderModule,
+}
+
+impl Drop for Partial {
+    fn drop(&mut self) {
+        let d = self.device.raw();
+        // SAFETY: only reached on an early return: these objects were never used by the GPU.
+        // Destroying null handles is allowed.
+        unsafe {
+            d.destroy_shader_module(self.module, None);
+            d.destroy_pipeline_layout(self.layout, None);
+            d.destroy_descriptor_set_layout(self.set_layout, None);
+        }
+    }
+}
+
+/// One buffer argument of a dispatch: binds a buffer as a storage buffer (the default, through
+/// `From<&Buffer<T>>`) or as a uniform buffer.
+#[derive(Clone)]
+pub struct Arg {
+    pub(crate) buffer: Arc<RawBuffer>,
+    pub(crate) kind: BindingKind,
+}
+
+impl std::fmt::Debug for Arg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Arg").field("buffer", &self.buffer.id).field("kind", &self.kind).finish()
+    }
+}
+
+impl Arg {
+    /// Binds `buffer` as a storage buffer.
+    pub fn storage<T: Pod>(buffer: &Buffer<T>) -> Self {
+        Arg { buffer: buffer.raw.clone(), kind: BindingKind::Storage }
+    }
+
+    /// Binds `buffer` as a uniform buffer.
+    pub fn uniform<T: Pod>(buffer: &Buffer<T>) -> Self {
+        Arg { buffer: buffer.raw.clone(), kind: BindingKind::Uniform }
+    }
+}
+
+impl<T: Pod> From<&Buffer<T>> for Arg {
+    fn from(b: &Buffer<T>) -> Self {
+        Arg::storage(b)
+    }
+}

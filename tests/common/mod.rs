@@ -1,0 +1,38 @@
+//! Shared test setup: every test opens the real device (lavapipe in CI) with the validation layer
+//! and synchronization validation on, and fails if the layer reported anything.
+#![allow(dead_code)]
+
+use vkasync::Device;
+
+/// Opens the device with validation on. Honours `VKASYNC_DEVICE`.
+pub fn device() -> Device {
+    let _ = env_logger::builder().is_test(true).try_init();
+    Device::builder()
+        .validation(true)
+        .build()
+        .expect("a Vulkan device with the validation layer (run the README's test command)")
+}
+
+/// Fails the test if the validation layer reported any error or warning.
+pub fn assert_no_validation_messages(device: &Device) {
+    assert!(device.validation_enabled(), "validation must be on in tests");
+    let n = device.validation_message_count();
+    assert_eq!(n, 0, "validation messages: {:#?}", device.validation_messages());
+}
+
+/// Checks validation and that nothing is left allocated.
+pub fn finish(device: Device) {
+    assert_no_validation_messages(&device);
+    let report = device.memory_report();
+    assert_eq!(report.live_allocations, 0, "leaked allocations: {report:?}");
+}
+
+/// The `mix` kernel on the CPU.
+pub fn mix_cpu(x: u32, k: u32) -> u32 {
+    let mut x = x;
+    for _ in 0..k {
+        x = x.wrapping_mul(1664525).wrapping_add(1013904223);
+        x ^= x >> 16;
+    }
+    x
+}

@@ -1,0 +1,230 @@
+//! The foundation on the real device: bring-up, buffers, the `mix` kernel, error cases, leaks.
+
+mod common;
+use common::*;
+use vkasync::{kernels, Arg, Buffer, CommandList, Device, DeviceSelector, Error, Kernel, MemoryKind};
+
+fn run_mix(device: &Device, kernel: &Kernel, data: &[u32], k: u32) -> Vec<u32> {
+    let buf = Buffer::<u32>::new(device, data.len(), MemoryKind::Device).unwrap();
+    let mut cmds = CommandList::new(device);
+    cmds.upload(&buf, data).unwrap();
+    let push = [data.len() as u32, k];
+    cmds.dispatch(kernel, [kernel.groups_for(data.len() as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&push))
+        .unwrap();
+    let rb = cmds.read_back(&buf).unwrap();
+    cmds.submit_and_wait().unwrap();
+    rb.into_vec().unwrap()
+}
+
+#[test]
+fn device_bring_up_and_listing() {
+    let list = vkasync::adapters().unwrap();
+    assert!(!list.is_empty());
+    for (i, a) in list.iter().enumerate() {
+        assert_eq!(a.index, i);
+        assert!(!a.name.is_empty());
+        assert!(!a.queue_families.is_empty());
+    }
+    let device = device();
+    let info = device.info();
+    assert!(info.timeline_semaphores);
+    assert!(info.api_version >= (1, 2, 0));
+    assert!(info.queue_families[device.queue_family() as usize].compute);
+    assert!(list.iter().any(|a| a.name == info.name));
+    // Selecting by index and by part of the name finds the same device.
+    let by_index = Device::builder().validation(true).selector(DeviceSelector::Index(info.index)).build().unwrap();
+    assert_eq!(by_index.info().name, info.name);
+    let part = &info.name[..info.name.len().min(4)];
+    let by_name = Device::builder().validation(true).select(&part.to_uppercase()).build().unwrap();
+    assert!(by_name.info().name.to_lowercase().contains(&part.to_lowercase()));
+    finish(by_index);
+    finish(by_name);
+    finish(device);
+}
+
+#[test]
+fn selector_matching_nothing_is_a_typed_error() {
+    let err = Device::builder().select("no-such-gpu-xyz").build().unwrap_err();
+    assert!(matches!(err, Error::NoMatchingDevice { ref selector, .. } if selector == "no-such-gpu-xyz"), "{err}");
+    assert!(err.to_string().contains("VKASYNC_DEVICE"));
+    let err = Device::builder().selector(DeviceSelector::Index(999)).build().unwrap_err();
+    assert!(matches!(err, Error::NoMatchingDevice { .. }), "{err}");
+}
+
+#[test]
+fn buffer_round_trips() {
+    let device = device();
+    for len in [1usize, 1024, 4 << 20] {
+        // 1 element, 4 KiB and 16 MiB of u32.
+        let data: Vec<u32> = (0..len as u32).map(|i| i.wrapping_mul(2654435761)).collect();
+        for kind in [MemoryKind::Device, MemoryKind::Readback] {
+            let buf = Buffer::<u32>::new(&device, len, kind).unwrap();
+            let mut cmds = CommandList::new(&device);
+            cmds.upload(&buf, &data).unwrap();
+            let rb = cmds.read_back(&buf).unwrap();
+            cmds.submit_and_wait().unwrap();
+            assert_eq!(rb.into_vec().unwrap(), data, "len {len} kind {kind:?}");
+        }
+        // Through a device-side copy between two buffers.
+        let a = Buffer::<u32>::from_slice(&device, &data).unwrap();
+        let b = Buffer::<u32>::new(&device, len, MemoryKind::Device).unwrap();
+        let mut cmds = CommandList::new(&device);
+        cmds.copy(&a, &b).unwrap();
+        let rb = cmds.read_back(&b).unwrap();
+        cmds.submit_and_wait().unwrap();
+        assert_eq!(rb.into_vec().unwrap(), data);
+    }
+    finish(device);
+}
+
+#[test]
+fn mix_matches_cpu() {
+    let device = device();
+    let kernel = Kernel::new(&device, &kernels::MIX).unwrap();
+    assert_eq!(kernel.push_constant_size(), 8);
+    assert_eq!(kernel.local_size(), [64, 1, 1]);
+    for n in [1usize, 63, 64, 65, 1000, 4097] {
+        for k in [0u32, 1, 7, 100] {
+            let data: Vec<u32> = (0..n as u32).map(|i| i ^ 0xdead_beef).collect();
+            let out = run_mix(&device, &kernel, &data, k);
+            for (i, (&x, &y)) in data.iter().zip(&out).enumerate() {
+                assert_eq!(y, mix_cpu(x, k), "n={n} K={k} element {i}");
+            }
+        }
+    }
+    drop(kernel);
+    finish(device);
+}
+
+#[test]
+fn dependent_commands_are_ordered() {
+    // upload -> mix -> copy -> mix -> read: every step depends on the previous one.
+    let device = device();
+    let kernel = Kernel::new(&device, &kernels::MIX).unwrap();
+    let n = 777usize;
+    let data: Vec<u32> = (0..n as u32).collect();
+    let a = Buffer::<u32>::new(&device, n, MemoryKind::Device).unwrap();
+    let b = Buffer::<u32>::new(&device, n, MemoryKind::Device).unwrap();
+    let push = [n as u32, 3];
+    let groups = [kernel.groups_for(n as u64), 1, 1];
+    let mut cmds = CommandList::new(&device);
+    cmds.upload(&a, &data).unwrap();
+    cmds.dispatch(&kernel, groups, &[(&a).into()], bytemuck::bytes_of(&push)).unwrap();
+    cmds.dispatch(&kernel, groups, &[(&a).into()], bytemuck::bytes_of(&push)).unwrap();
+    cmds.copy(&a, &b).unwrap();
+    cmds.dispatch(&kernel, groups, &[(&b).into()], bytemuck::bytes_of(&push)).unwrap();
+    let ra = cmds.read_back(&a).unwrap();
+    let rb = cmds.read_back(&b).unwrap();
+    cmds.submit_and_wait().unwrap();
+    let ra = ra.into_vec().unwrap();
+    let rb = rb.into_vec().unwrap();
+    for i in 0..n {
+        assert_eq!(ra[i], mix_cpu(data[i], 6));
+        assert_eq!(rb[i], mix_cpu(data[i], 9));
+    }
+    drop((kernel, a, b));
+    finish(device);
+}
+
+#[test]
+fn error_cases_are_typed() {
+    let device = device();
+    let kernel = Kernel::new(&device, &kernels::MIX).unwrap();
+    // Size 0.
+    assert_eq!(Buffer::<u32>::new(&device, 0, MemoryKind::Device).unwrap_err(), Error::ZeroSize("buffer"));
+    // Beyond the device's limit for one buffer.
+    let limit = device.limits().max_buffer_size;
+    let too_many = (limit / 4 + 1) as usize;
+    assert!(matches!(Buffer::<u32>::new(&device, too_many, MemoryKind::Device).unwrap_err(), Error::TooLarge { .. }));
+    // Overflowing byte size.
+    assert!(matches!(Buffer::<u64>::new(&device, usize::MAX, MemoryKind::Device).unwrap_err(), Error::TooLarge { .. }));
+    let buf = Buffer::<u32>::new(&device, 64, MemoryKind::Device).unwrap();
+    let other = Buffer::<u32>::new(&device, 64, MemoryKind::Device).unwrap();
+    let push = bytemuck::bytes_of(&[64u32, 1]).to_vec();
+    let mut cmds = CommandList::new(&device);
+    // Group counts above maxComputeWorkGroupCount.
+    let max = device.limits().max_compute_work_group_count;
+    let e = cmds.dispatch(&kernel, [max[0] + 1, 1, 1], &[(&buf).into()], &push).unwrap_err();
+    assert!(matches!(e, Error::GroupCountTooLarge { .. }), "{e}");
+    let e = cmds.dispatch(&kernel, [1, max[1] + 1, 1], &[(&buf).into()], &push).unwrap_err();
+    assert!(matches!(e, Error::GroupCountTooLarge { .. }), "{e}");
+    let e = cmds.dispatch(&kernel, [0, 1, 1], &[(&buf).into()], &push).unwrap_err();
+    assert_eq!(e, Error::ZeroSize("dispatch group count"));
+    // Push constants of the wrong size, or above the device limit.
+    let e = cmds.dispatch(&kernel, [1, 1, 1], &[(&buf).into()], &push[..4]).unwrap_err();
+    assert!(matches!(e, Error::PushConstants { .. }), "{e}");
+    let big = vec![0u8; device.limits().max_push_constants_size as usize + 4];
+    let e = cmds.dispatch(&kernel, [1, 1, 1], &[(&buf).into()], &big).unwrap_err();
+    assert!(matches!(e, Error::PushConstants { .. }), "{e}");
+    // Binding count and type.
+    let e = cmds.dispatch(&kernel, [1, 1, 1], &[], &push).unwrap_err();
+    assert!(matches!(e, Error::BindingMismatch { .. }), "{e}");
+    let e = cmds.dispatch(&kernel, [1, 1, 1], &[(&buf).into(), (&other).into()], &push).unwrap_err();
+    assert!(matches!(e, Error::BindingMismatch { .. }), "{e}");
+    let e = cmds.dispatch(&kernel, [1, 1, 1], &[Arg::uniform(&buf)], &push).unwrap_err();
+    assert!(matches!(e, Error::BindingMismatch { .. }), "{e}");
+    // Copies and uploads out of range, or empty.
+    let small = Buffer::<u32>::new(&device, 8, MemoryKind::Device).unwrap();
+    assert!(matches!(cmds.copy(&buf, &small).unwrap_err(), Error::SizeMismatch { .. }));
+    assert!(matches!(cmds.upload(&small, &[0u32; 9]).unwrap_err(), Error::SizeMismatch { .. }));
+    assert_eq!(cmds.upload::<u32>(&small, &[]).unwrap_err(), Error::ZeroSize("upload"));
+    assert!(matches!(cmds.copy_region(&buf, 0, &buf, 4, 8).unwrap_err(), Error::InvalidArgument(_)));
+    // Nothing was recorded by the failed calls; the list is still usable.
+    assert!(cmds.is_empty());
+    cmds.dispatch(&kernel, [1, 1, 1], &[(&buf).into()], &push).unwrap();
+    cmds.submit_and_wait().unwrap();
+    // A read before the work ran.
+    let mut cmds = CommandList::new(&device);
+    let rb = cmds.read_back(&other).unwrap();
+    assert!(!rb.is_ready().unwrap());
+    drop(cmds);
+    // Bad SPIR-V.
+    assert!(matches!(Kernel::from_spirv(&device, "bad", &[1, 2, 3]).unwrap_err(), Error::InvalidSpirv(_)));
+    assert!(matches!(Kernel::from_spirv(&device, "bad", &[0u8; 64]).unwrap_err(), Error::InvalidSpirv(_)));
+    let mut truncated: Vec<u8> = kernels::MIX.spirv.iter().flat_map(|w| w.to_le_bytes()).collect();
+    truncated.truncate(truncated.len() / 2 / 4 * 4);
+    assert!(matches!(Kernel::from_spirv(&device, "bad", &truncated).unwrap_err(), Error::InvalidSpirv(_)));
+    drop((kernel, buf, other, small, rb));
+    finish(device);
+}
+
+#[test]
+fn user_spirv_loads_at_run_time() {
+    let device = device();
+    let bytes: Vec<u8> = kernels::MIX.spirv.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let kernel = Kernel::from_spirv(&device, "my-mix", &bytes).unwrap();
+    assert_eq!(kernel.name(), "my-mix");
+    let data: Vec<u32> = (0..100).collect();
+    let out = run_mix(&device, &kernel, &data, 5);
+    assert!(data.iter().zip(&out).all(|(&x, &y)| y == mix_cpu(x, 5)));
+    drop(kernel);
+    finish(device);
+}
+
+#[test]
+fn nothing_leaks() {
+    let device = device();
+    let kernel = Kernel::new(&device, &kernels::MIX).unwrap();
+    {
+        let data: Vec<u32> = (0..5000).collect();
+        let _ = run_mix(&device, &kernel, &data, 2);
+        let _ = Buffer::<u8>::new(&device, 12345, MemoryKind::Upload).unwrap();
+        assert!(device.memory_report().live_allocations == 0);
+        let kept = Buffer::<u8>::new(&device, 100, MemoryKind::Readback).unwrap();
+        assert_eq!(device.memory_report().live_allocations, 1);
+        drop(kept);
+    }
+    drop(kernel);
+    finish(device);
+}
+
+#[test]
+fn validation_layer_messages_are_counted() {
+    // Host-signalling a timeline value that is not greater than the current one is invalid
+    // usage: the layer reports it (and lavapipe then loses the device).
+    let device = device();
+    assert_eq!(device.validation_message_count(), 0);
+    let _ = device.debug_host_signal(0);
+    assert!(device.validation_message_count() >= 1);
+    assert!(device.validation_messages().iter().any(|m| m.contains("VUID")), "{:?}", device.validation_messages());
+}
