@@ -2,7 +2,7 @@
 //!
 //! `cargo run --example mix -- [n] [K]`
 
-use vkasync::{kernels, Buffer, CommandList, Device, Kernel, MemoryKind};
+use vkasync::{kernels, Buffer, CommandList, Device, Kernel, MemoryKind, Recorder};
 
 fn mix_cpu(mut x: u32, k: u32) -> u32 {
     for _ in 0..k {

@@ -191,14 +191,6 @@ impl Recording {
         Ok(())
     }
 
-    /// Copies all of `src` into `dst` (same length).
-    pub fn copy<T: Pod>(&mut self, src: &Buffer<T>, dst: &Buffer<T>) -> Result<()> {
-        if src.len() != dst.len() {
-            return Err(Error::SizeMismatch { what: "copy", expected: dst.len() as u64, got: src.len() as u64 });
-        }
-        self.copy_region(src, 0, dst, 0, src.len())
-    }
-
     /// Copies `len` elements from `src[src_offset..]` to `dst[dst_offset..]`.
     pub fn copy_region<T: Pod>(
         &mut self,
@@ -517,7 +509,7 @@ impl CommandPool {
 /// it is also the simplest way to run a kernel once.
 ///
 /// ```no_run
-/// use vkasync::{kernels, Buffer, CommandList, Device, Kernel, MemoryKind};
+/// use vkasync::{kernels, Buffer, CommandList, Device, Kernel, MemoryKind, Recorder};
 /// let device = Device::new()?;
 /// let mix = Kernel::new(&device, &kernels::MIX)?;
 /// let data: Vec<u32> = (0..1000).collect();
@@ -544,45 +536,6 @@ impl CommandList {
     /// An empty list for `device`.
     pub fn new(device: &Device) -> Self {
         CommandList { rec: Recording::new(device) }
-    }
-
-    /// Uploads `data` into the start of `dst` (see [`CommandList::upload_at`]).
-    pub fn upload<T: Pod>(&mut self, dst: &Buffer<T>, data: &[T]) -> Result<()> {
-        self.rec.upload(dst, 0, data)
-    }
-
-    /// Uploads `data` into `dst` starting at element `offset`. The data is copied out of `data`
-    /// now; on unified-memory devices an idle `dst` is written directly.
-    pub fn upload_at<T: Pod>(&mut self, dst: &Buffer<T>, offset: usize, data: &[T]) -> Result<()> {
-        self.rec.upload(dst, offset, data)
-    }
-
-    /// Copies all of `src` to `dst`; both must have the same length.
-    pub fn copy<T: Pod>(&mut self, src: &Buffer<T>, dst: &Buffer<T>) -> Result<()> {
-        self.rec.copy(src, dst)
-    }
-
-    /// Copies `len` elements from `src[src_offset..]` to `dst[dst_offset..]`.
-    pub fn copy_region<T: Pod>(
-        &mut self,
-        src: &Buffer<T>,
-        src_offset: usize,
-        dst: &Buffer<T>,
-        dst_offset: usize,
-        len: usize,
-    ) -> Result<()> {
-        self.rec.copy_region(src, src_offset, dst, dst_offset, len)
-    }
-
-    /// Records a dispatch of `kernel` with `groups` workgroups, its buffers in binding order,
-    /// and its push constants as bytes (e.g. `bytemuck::bytes_of(&push)`).
-    pub fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], args: &[Arg], push: &[u8]) -> Result<()> {
-        self.rec.dispatch(kernel, groups, args, push)
-    }
-
-    /// Arranges for `src` to be read on the host after the work completes.
-    pub fn read_back<T: Pod>(&mut self, src: &Buffer<T>) -> Result<Readback<T>> {
-        self.rec.read_back(src)
     }
 
     /// The number of GPU commands recorded.
@@ -628,6 +581,68 @@ impl CommandList {
                 Err(e)
             }
         }
+    }
+}
+
+/// What records GPU work: the blocking [`CommandList`] and the executor's task context. Code
+/// written against this trait (e.g. the crypto kernels' recording functions) works with both.
+pub trait Recorder {
+    /// The device the work is for.
+    fn device(&self) -> &Device;
+    /// Uploads `data` into `dst` starting at element `offset`. The data is copied out of `data`
+    /// now; on unified-memory devices an idle `dst` is written directly.
+    fn upload_at<T: Pod>(&mut self, dst: &Buffer<T>, offset: usize, data: &[T]) -> Result<()>;
+    /// Copies `len` elements from `src[src_offset..]` to `dst[dst_offset..]`.
+    fn copy_region<T: Pod>(
+        &mut self,
+        src: &Buffer<T>,
+        src_offset: usize,
+        dst: &Buffer<T>,
+        dst_offset: usize,
+        len: usize,
+    ) -> Result<()>;
+    /// Records a dispatch of `kernel` with `groups` workgroups, its buffers in binding order,
+    /// and its push constants as bytes (e.g. `bytemuck::bytes_of(&push)`).
+    fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], args: &[Arg], push: &[u8]) -> Result<()>;
+    /// Arranges for `src`'s contents, as the recorded work leaves them, to be readable on the
+    /// host once that work completes.
+    fn read_back<T: Pod>(&mut self, src: &Buffer<T>) -> Result<Readback<T>>;
+
+    /// Uploads `data` into the start of `dst`.
+    fn upload<T: Pod>(&mut self, dst: &Buffer<T>, data: &[T]) -> Result<()> {
+        self.upload_at(dst, 0, data)
+    }
+    /// Copies all of `src` to `dst`; both must have the same length.
+    fn copy<T: Pod>(&mut self, src: &Buffer<T>, dst: &Buffer<T>) -> Result<()> {
+        if src.len() != dst.len() {
+            return Err(Error::SizeMismatch { what: "copy", expected: dst.len() as u64, got: src.len() as u64 });
+        }
+        self.copy_region(src, 0, dst, 0, src.len())
+    }
+}
+
+impl Recorder for CommandList {
+    fn device(&self) -> &Device {
+        &self.rec.device
+    }
+    fn upload_at<T: Pod>(&mut self, dst: &Buffer<T>, offset: usize, data: &[T]) -> Result<()> {
+        self.rec.upload(dst, offset, data)
+    }
+    fn copy_region<T: Pod>(
+        &mut self,
+        src: &Buffer<T>,
+        src_offset: usize,
+        dst: &Buffer<T>,
+        dst_offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        self.rec.copy_region(src, src_offset, dst, dst_offset, len)
+    }
+    fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], args: &[Arg], push: &[u8]) -> Result<()> {
+        self.rec.dispatch(kernel, groups, args, push)
+    }
+    fn read_back<T: Pod>(&mut self, src: &Buffer<T>) -> Result<Readback<T>> {
+        self.rec.read_back(src)
     }
 }
 

@@ -438,7 +438,10 @@ mod tests {
         ];
         assert_eq!(DeviceSelector::Default.pick(&list).unwrap().1.name, "llvmpipe");
         let err = DeviceSelector::parse("old").pick(&list).unwrap_err();
-        assert!(matches!(err, Error::Unsupported { ref missing, .. } if missing.contains("timelineSemaphore")), "{err}");
+        assert!(
+            matches!(err, Error::Unsupported { ref missing, .. } if missing.contains("timelineSemaphore")),
+            "{err}"
+        );
         let err = DeviceSelector::Default.pick(&list[..1]).unwrap_err();
         assert!(matches!(err, Error::Unsupported { .. }), "{err}");
         let v11 = vec![adapter(0, "v1.1", DeviceType::Discrete, true, (1, 1, 0))];

@@ -20,7 +20,7 @@ mod kernel;
 mod spirv;
 
 pub use buffer::{Buffer, MemoryKind};
-pub use commands::{CommandList, Readback};
+pub use commands::{CommandList, Readback, Recorder};
 pub use device::{Device, DeviceBuilder, Limits, MemoryReport};
 pub use error::{Error, Result};
 pub use instance::{adapters, AdapterInfo, DeviceSelector, DeviceType, QueueFamilyInfo};

@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use vkasync::{kernels, Arg, Buffer, CommandList, Device, DeviceSelector, Error, Kernel, MemoryKind};
+use vkasync::{kernels, Arg, Buffer, CommandList, Device, DeviceSelector, Error, Kernel, MemoryKind, Recorder};
 
 fn run_mix(device: &Device, kernel: &Kernel, data: &[u32], k: u32) -> Vec<u32> {
     let buf = Buffer::<u32>::new(device, data.len(), MemoryKind::Device).unwrap();
