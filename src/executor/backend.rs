@@ -1,0 +1,148 @@
+//! What the scheduling core needs from a queue, and the Vulkan queue that provides it.
+//!
+//! The core ([`super::core`]) never calls Vulkan itself: it asks a [`Backend`] to submit what was
+//! recorded, to wait for a timeline value and to read the counter. [`VulkanBackend`] does that
+//! with one command buffer per flush and the device's timeline semaphore; the tests also drive
+//! the core with a simulated queue whose timeline they advance.
+
+use crate::commands::{CommandPool, Recording};
+use crate::device::Device;
+use crate::error::Result;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// What one flush produced.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FlushInfo {
+    /// The timeline value the submission signals.
+    pub value: u64,
+    /// Pipeline barriers recorded.
+    pub barriers: u64,
+    /// Command buffers in the submission.
+    pub command_buffers: u64,
+}
+
+/// A queue with a timeline.
+pub(crate) trait Backend {
+    /// Whether work was recorded since the last flush.
+    fn has_pending(&self) -> bool;
+    /// How many commands were recorded since the last flush.
+    fn pending_len(&self) -> usize;
+    /// Submits everything recorded since the last flush in one submission and returns the
+    /// value it signals. On error the recorded work is discarded and no value is handed out.
+    fn flush(&mut self) -> Result<FlushInfo>;
+    /// Blocks until the timeline reaches `value` (`Ok(true)`) or `timeout` passes (`Ok(false)`).
+    fn wait(&mut self, value: u64, timeout: Option<Duration>) -> Result<bool>;
+    /// Reads the counter once and releases what submissions at or below it held.
+    fn completed(&mut self) -> Result<u64>;
+    /// The device is lost: release everything in flight (the GPU no longer runs it).
+    fn abandon(&mut self);
+    /// Waits up to `bound` for everything submitted, then releases it. If the GPU did not
+    /// finish, what it may still use is leaked rather than freed under it.
+    fn shutdown(&mut self, bound: Duration);
+}
+
+/// One Vulkan queue of a [`Device`].
+pub(crate) struct VulkanBackend {
+    pub device: Device,
+    pool: Option<CommandPool>,
+    /// Work recorded since the last flush.
+    pub pending: Recording,
+    /// Submitted recordings, oldest first, holding their buffers and kernels alive.
+    in_flight: VecDeque<(u64, Recording)>,
+}
+
+impl VulkanBackend {
+    pub fn new(device: &Device) -> Result<Self> {
+        Ok(VulkanBackend {
+            device: device.clone(),
+            pool: Some(CommandPool::new(device)?),
+            pending: Recording::new(device),
+            in_flight: VecDeque::new(),
+        })
+    }
+
+    /// Drops the recordings whose value was reached, oldest first.
+    fn retire(&mut self, completed: u64) {
+        while self.in_flight.front().is_some_and(|(v, _)| *v <= completed) {
+            self.in_flight.pop_front();
+        }
+    }
+}
+
+impl Backend for VulkanBackend {
+    fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn flush(&mut self) -> Result<FlushInfo> {
+        let rec = std::mem::replace(&mut self.pending, Recording::new(&self.device));
+        let mut rec = rec;
+        let completed = self.device.shared.cached_completed();
+        self.retire(completed);
+        let pool = self.pool.as_mut().expect("pool lives until drop");
+        let cb = pool.begin(&self.device, completed)?;
+        let stats = rec.encode(cb);
+        pool.end(&self.device, cb)?;
+        match self.device.submit(&[cb]) {
+            Ok(value) => {
+                pool.release(cb, Some(value));
+                rec.mark_submitted(value);
+                self.in_flight.push_back((value, rec));
+                Ok(FlushInfo { value, barriers: stats.barriers, command_buffers: 1 })
+            }
+            Err(e) => {
+                pool.release(cb, None);
+                Err(e)
+            }
+        }
+    }
+
+    fn wait(&mut self, value: u64, timeout: Option<Duration>) -> Result<bool> {
+        self.device.shared.wait(value, timeout)
+    }
+
+    fn completed(&mut self) -> Result<u64> {
+        let v = self.device.shared.completed_value()?;
+        self.retire(v);
+        Ok(v)
+    }
+
+    fn abandon(&mut self) {
+        self.in_flight.clear();
+        self.pending = Recording::new(&self.device);
+    }
+
+    fn shutdown(&mut self, bound: Duration) {
+        self.pending = Recording::new(&self.device);
+        let last = self.in_flight.back().map_or(0, |(v, _)| *v);
+        match self.device.shared.wait(last, Some(bound)) {
+            Ok(true) | Err(_) => self.in_flight.clear(),
+            Ok(false) => {
+                log::error!(
+                    "vkasync: executor dropped while the GPU still runs its work after {bound:?}; leaking that work's memory rather than freeing it under the GPU"
+                );
+                for (_, rec) in self.in_flight.drain(..) {
+                    std::mem::forget(rec);
+                }
+                // The command pool's buffers may be pending too.
+                std::mem::forget(self.pool.take());
+            }
+        }
+    }
+}
+
+impl Drop for VulkanBackend {
+    fn drop(&mut self) {
+        if !self.in_flight.is_empty() {
+            self.shutdown(Duration::from_secs(10));
+        }
+        if let Some(pool) = self.pool.take() {
+            pool.destroy(self.device.raw());
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! The task context: a cheap handle through which a task records GPU work and awaits it.
+
+use super::backend::{Backend, VulkanBackend};
+use super::core::{ContextState, Shared, SyncFuture};
+use super::task::JoinHandle;
+use crate::buffer::Buffer;
+use crate::commands::{Readback, Recorder};
+use crate::device::Device;
+use crate::error::Result;
+use crate::kernel::{Arg, Kernel};
+use bytemuck::Pod;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context as TaskContext, Poll};
+
+/// Records GPU work for one task and awaits it. Made by [`crate::Executor::context`] or handed to
+/// the closure of [`crate::Executor::spawn_with`]. Clones share the task's state.
+///
+/// Recording methods copy what they need at once (e.g. the upload's host data) and never block.
+/// [`Ctx::synchronize`] resolves when all work this context recorded before the call is done.
+#[derive(Clone)]
+pub struct Ctx {
+    pub(crate) shared: Rc<Shared<VulkanBackend>>,
+    pub(crate) state: Rc<ContextState>,
+    pub(crate) device: Device,
+}
+
+impl std::fmt::Debug for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx").finish_non_exhaustive()
+    }
+}
+
+/// The future returned by [`Ctx::synchronize`].
+#[must_use = "futures do nothing unless awaited"]
+pub struct Synchronize {
+    inner: SyncFuture<VulkanBackend>,
+}
+
+impl std::fmt::Debug for Synchronize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Synchronize").finish_non_exhaustive()
+    }
+}
+
+impl Future for Synchronize {
+    type Output = Result<()>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<()>> {
+        Pin::new(&mut self.inner).poll(cx)
+    }
+}
+
+impl Ctx {
+    /// Records with the executor's pending recording, and marks this context as having work in
+    /// the current epoch. Flushes when the recorded work passes the executor's bound.
+    fn record<R>(&self, f: impl FnOnce(&mut crate::commands::Recording) -> Result<R>) -> Result<R> {
+        let r = {
+            let mut core = self.shared.core.borrow_mut();
+            let before = core.backend.pending.len() + core.backend.pending.host_reads.len();
+            let r = f(&mut core.backend.pending)?;
+            let after = core.backend.pending.len() + core.backend.pending.host_reads.len();
+            if after != before {
+                drop(core);
+                *self.state.last.borrow_mut() = Some(self.shared.current_batch());
+            }
+            r
+        };
+        self.shared.flush_if_over_bound();
+        Ok(r)
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Uploads `data` into the start of `dst`.
+    pub fn upload<T: Pod>(&self, dst: &Buffer<T>, data: &[T]) -> Result<()> {
+        self.record(|r| r.upload(dst, 0, data))
+    }
+
+    /// Uploads `data` into `dst` starting at element `offset`.
+    pub fn upload_at<T: Pod>(&self, dst: &Buffer<T>, offset: usize, data: &[T]) -> Result<()> {
+        self.record(|r| r.upload(dst, offset, data))
+    }
+
+    /// Copies all of `src` to `dst` (same length).
+    pub fn copy<T: Pod>(&self, src: &Buffer<T>, dst: &Buffer<T>) -> Result<()> {
+        Recorder::copy(&mut self.clone(), src, dst)
+    }
+
+    /// Copies `len` elements from `src[src_offset..]` to `dst[dst_offset..]`.
+    pub fn copy_region<T: Pod>(
+        &self,
+        src: &Buffer<T>,
+        src_offset: usize,
+        dst: &Buffer<T>,
+        dst_offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        self.record(|r| r.copy_region(src, src_offset, dst, dst_offset, len))
+    }
+
+    /// Records a dispatch (checked like [`crate::CommandList`]'s).
+    pub fn dispatch(&self, kernel: &Kernel, groups: [u32; 3], args: &[Arg], push: &[u8]) -> Result<()> {
+        self.record(|r| r.dispatch(kernel, groups, args, push))
+    }
+
+    /// Arranges for `src` to be readable after the work recorded so far; await
+    /// [`Ctx::synchronize`] before [`Readback::into_vec`], or use [`Ctx::read`].
+    pub fn read_back<T: Pod>(&self, src: &Buffer<T>) -> Result<Readback<T>> {
+        self.record(|r| r.read_back(src))
+    }
+
+    /// Resolves once every command this context recorded before the call has completed on the
+    /// GPU. Resolves at once if it recorded nothing (or all of it is known complete).
+    pub fn synchronize(&self) -> Synchronize {
+        let batch = self.state.last.borrow().clone();
+        Synchronize { inner: SyncFuture::new(self.shared.clone(), batch) }
+    }
+
+    /// Reads `src` back after the work recorded so far: read-back, synchronize, copy out.
+    pub async fn read<T: Pod>(&self, src: &Buffer<T>) -> Result<Vec<T>> {
+        let rb = self.read_back(src)?;
+        self.synchronize().await?;
+        rb.into_vec()
+    }
+
+    /// Submits everything recorded so far by all tasks now, without waiting.
+    pub fn flush(&self) {
+        self.shared.flush_now();
+    }
+
+    /// Spawns another task on the same executor.
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        self.shared.spawn(future)
+    }
+
+    /// A new context with its own state (for a child task).
+    pub fn fork(&self) -> Ctx {
+        Ctx { shared: self.shared.clone(), state: Rc::default(), device: self.device.clone() }
+    }
+}
+
+impl Recorder for Ctx {
+    fn device(&self) -> &Device {
+        &self.device
+    }
+    fn upload_at<T: Pod>(&mut self, dst: &Buffer<T>, offset: usize, data: &[T]) -> Result<()> {
+        Ctx::upload_at(self, dst, offset, data)
+    }
+    fn copy_region<T: Pod>(
+        &mut self,
+        src: &Buffer<T>,
+        src_offset: usize,
+        dst: &Buffer<T>,
+        dst_offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        Ctx::copy_region(self, src, src_offset, dst, dst_offset, len)
+    }
+    fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], args: &[Arg], push: &[u8]) -> Result<()> {
+        Ctx::dispatch(self, kernel, groups, args, push)
+    }
+    fn read_back<T: Pod>(&mut self, src: &Buffer<T>) -> Result<Readback<T>> {
+        Ctx::read_back(self, src)
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_backend<B: Backend>() {}

@@ -1,0 +1,467 @@
+//! The scheduling core, generic over the queue ([`Backend`]) so that it can be tested without a
+//! GPU. See the module docs of [`crate::executor`] for the protocol this implements.
+
+use super::backend::Backend;
+use super::task::{JoinError, JoinHandle};
+use super::waiters::{Key, Waiters};
+use super::{Stats, WaitPolicy};
+use crate::error::{Error, Result};
+use async_task::Runnable;
+use futures::FutureExt;
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+/// How long dropping an executor waits for its submitted work.
+pub(crate) const SHUTDOWN_BOUND: Duration = Duration::from_secs(10);
+
+/// The ready queue. Wakers may fire on any thread, so it is a mutex; the executor thread is
+/// unparked when a task becomes ready while it sleeps.
+pub(crate) struct ReadyQueue {
+    queue: Mutex<VecDeque<Runnable>>,
+    thread: std::thread::Thread,
+}
+
+impl ReadyQueue {
+    fn push(&self, r: Runnable) {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).push_back(r);
+        self.thread.unpark();
+    }
+
+    fn pop(&self) -> Option<Runnable> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+    }
+}
+
+/// The state of the work a context recorded into one flush epoch.
+#[derive(Debug, Clone)]
+pub(crate) enum BatchStatus {
+    /// Not yet submitted.
+    Recording,
+    /// Submitted; complete once the timeline reaches this value.
+    Submitted(u64),
+    /// The submit failed; the work did not run.
+    Failed(Error),
+}
+
+/// Shared by the executor and every context that recorded into one epoch.
+#[derive(Debug)]
+pub(crate) struct Batch {
+    pub status: RefCell<BatchStatus>,
+}
+
+/// Mutable scheduling state, borrowed only inside the core's own functions (never across user
+/// code, never while waking).
+pub(crate) struct Core<B> {
+    pub backend: B,
+    /// The epoch now recording.
+    batch: Rc<Batch>,
+    waiters: Waiters,
+    /// Waiters on the epoch now recording.
+    pending_waiters: Vec<Key>,
+    /// Waiters on submitted work, by timeline value.
+    by_value: BTreeMap<u64, Vec<Key>>,
+    /// The last counter value read.
+    completed: u64,
+    /// Set on device loss: every later wait fails with it.
+    fatal: Option<Error>,
+}
+
+/// Counters, in cells so that task bookkeeping never needs the core's borrow.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub tasks_spawned: Cell<u64>,
+    pub tasks_completed: Cell<u64>,
+    pub await_points: Cell<u64>,
+    pub flushes: Cell<u64>,
+    pub submits: Cell<u64>,
+    pub host_waits: Cell<u64>,
+    pub barriers: Cell<u64>,
+    pub timeline: Cell<u64>,
+}
+
+fn bump(c: &Cell<u64>, by: u64) {
+    c.set(c.get() + by);
+}
+
+/// Options fixed at construction.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Options {
+    pub policy: WaitPolicy,
+    pub timeout: Option<Duration>,
+    pub max_pending: usize,
+}
+
+/// What the executor and its contexts share.
+pub(crate) struct Shared<B> {
+    pub ready: Arc<ReadyQueue>,
+    pub core: RefCell<Core<B>>,
+    pub counters: Counters,
+    pub options: Options,
+    tasks_alive: Cell<usize>,
+    closed: Cell<bool>,
+}
+
+impl<B: Backend + 'static> Shared<B> {
+    pub fn new(backend: B, options: Options) -> Rc<Self> {
+        Rc::new(Shared {
+            ready: Arc::new(ReadyQueue { queue: Mutex::new(VecDeque::new()), thread: std::thread::current() }),
+            core: RefCell::new(Core {
+                backend,
+                batch: Rc::new(Batch { status: RefCell::new(BatchStatus::Recording) }),
+                waiters: Waiters::default(),
+                pending_waiters: Vec::new(),
+                by_value: BTreeMap::new(),
+                completed: 0,
+                fatal: None,
+            }),
+            counters: Counters::default(),
+            options,
+            tasks_alive: Cell::new(0),
+            closed: Cell::new(false),
+        })
+    }
+
+    pub fn stats(&self) -> Stats {
+        let c = &self.counters;
+        Stats {
+            tasks_spawned: c.tasks_spawned.get(),
+            tasks_completed: c.tasks_completed.get(),
+            await_points: c.await_points.get(),
+            flushes: c.flushes.get(),
+            submits: c.submits.get(),
+            host_waits: c.host_waits.get(),
+            barriers: c.barriers.get(),
+            timeline_value: c.timeline.get(),
+        }
+    }
+
+    pub fn tasks_alive(&self) -> usize {
+        self.tasks_alive.get()
+    }
+
+    /// Spawns a task. It runs when the executor runs (`run`, `block_on`, `join`).
+    pub fn spawn<F>(self: &Rc<Self>, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        let (abortable, abort) = futures::future::abortable(future);
+        let guard = TaskGuard { shared: Rc::downgrade(self) };
+        let wrapped = async move {
+            let _guard = guard;
+            match AssertUnwindSafe(abortable).catch_unwind().await {
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(futures::future::Aborted)) => Err(JoinError::cancelled()),
+                Err(payload) => Err(JoinError::panicked(payload)),
+            }
+        };
+        bump(&self.counters.tasks_spawned, 1);
+        self.tasks_alive.set(self.tasks_alive.get() + 1);
+        let ready = self.ready.clone();
+        let (runnable, task) = async_task::spawn_local(wrapped, move |r| ready.push(r));
+        if self.closed.get() {
+            // The executor is gone: the task is cancelled without running.
+            drop(runnable);
+        } else {
+            runnable.schedule();
+        }
+        JoinHandle::new(task.fallible(), abort, self.clone() as Rc<dyn Runner>)
+    }
+
+    /// Runs tasks until `done()` says so. See the protocol in the module docs.
+    pub fn run_until(&self, mut done: impl FnMut() -> bool) {
+        loop {
+            while let Some(r) = self.ready.pop() {
+                r.run();
+            }
+            if done() || self.closed.get() {
+                return;
+            }
+            let (wakers, progress) = self.idle_step();
+            let woke = !wakers.is_empty();
+            for w in wakers {
+                w.wake();
+            }
+            if !progress && !woke && self.ready.is_empty() {
+                // Nothing on the GPU to wait for: the tasks wait for each other or for
+                // something outside. Sleep until a waker fires (from any thread).
+                if self.tasks_alive.get() == 0 && done() {
+                    return;
+                }
+                std::thread::park();
+            }
+        }
+    }
+
+    /// One decision when no task is ready: flush, or wait on the GPU. Returns the wakers to
+    /// wake (after the core's borrow is released) and whether anything was done.
+    fn idle_step(&self) -> (Vec<Waker>, bool) {
+        let mut core = self.core.borrow_mut();
+        let mut wakers = Vec::new();
+        // Flush when someone waits for the recording epoch, or when nothing else could be
+        // waited for (so recorded work is never left behind).
+        if core.backend.has_pending() && (!core.pending_waiters.is_empty() || core.by_value.is_empty()) {
+            self.flush_locked(&mut core, &mut wakers);
+            return (wakers, true);
+        }
+        if core.by_value.is_empty() {
+            return (wakers, false);
+        }
+        let target = match self.options.policy {
+            WaitPolicy::All => *core.by_value.keys().next_back().expect("non-empty"),
+            WaitPolicy::Oldest => *core.by_value.keys().next().expect("non-empty"),
+        };
+        bump(&self.counters.host_waits, 1);
+        let outcome = core.backend.wait(target, self.options.timeout).and_then(|reached| {
+            let c = core.backend.completed()?;
+            Ok((reached, c))
+        });
+        match outcome {
+            Ok((reached, completed)) => {
+                core.completed = core.completed.max(completed);
+                let done_upto = core.completed;
+                fire_upto(&mut core, done_upto, Ok(()), &mut wakers);
+                if !reached {
+                    let t = self.options.timeout.unwrap_or_default();
+                    fire_upto(&mut core, target, Err(Error::Timeout(t)), &mut wakers);
+                }
+            }
+            Err(e) => self.fail_all(&mut core, e, &mut wakers),
+        }
+        (wakers, true)
+    }
+
+    /// Submits the recording epoch (even if nobody waits for it).
+    pub fn flush_now(&self) {
+        let mut wakers = Vec::new();
+        {
+            let mut core = self.core.borrow_mut();
+            if core.backend.has_pending() {
+                self.flush_locked(&mut core, &mut wakers);
+            }
+        }
+        for w in wakers {
+            w.wake();
+        }
+    }
+
+    /// Flushes if the recorded work passed the bound.
+    pub fn flush_if_over_bound(&self) {
+        let over = self.core.borrow().backend.pending_len() >= self.options.max_pending;
+        if over {
+            self.flush_now();
+        }
+    }
+
+    fn flush_locked(&self, core: &mut Core<B>, wakers: &mut Vec<Waker>) {
+        let batch = std::mem::replace(&mut core.batch, Rc::new(Batch { status: RefCell::new(BatchStatus::Recording) }));
+        let keys = std::mem::take(&mut core.pending_waiters);
+        if let Some(e) = core.fatal.clone() {
+            core.backend.abandon();
+            *batch.status.borrow_mut() = BatchStatus::Failed(e.clone());
+            for k in keys {
+                wakers.extend(core.waiters.fire(k, Err(e.clone())));
+            }
+            return;
+        }
+        bump(&self.counters.flushes, 1);
+        match core.backend.flush() {
+            Ok(info) => {
+                bump(&self.counters.submits, 1);
+                bump(&self.counters.barriers, info.barriers);
+                self.counters.timeline.set(info.value);
+                *batch.status.borrow_mut() = BatchStatus::Submitted(info.value);
+                if !keys.is_empty() {
+                    core.by_value.entry(info.value).or_default().extend(keys);
+                }
+            }
+            Err(e) => {
+                *batch.status.borrow_mut() = BatchStatus::Failed(e.clone());
+                for k in keys {
+                    wakers.extend(core.waiters.fire(k, Err(e.clone())));
+                }
+                if e.is_device_lost() {
+                    self.fail_all(core, e, wakers);
+                }
+            }
+        }
+    }
+
+    /// Device loss (or another fatal wait error): every waiter gets the error.
+    fn fail_all(&self, core: &mut Core<B>, e: Error, wakers: &mut Vec<Waker>) {
+        if e.is_device_lost() {
+            core.fatal = Some(e.clone());
+            core.backend.abandon();
+            *core.batch.status.borrow_mut() = BatchStatus::Failed(e.clone());
+        }
+        let keys: Vec<Key> = std::mem::take(&mut core.by_value).into_values().flatten().collect();
+        for k in keys.into_iter().chain(std::mem::take(&mut core.pending_waiters)) {
+            wakers.extend(core.waiters.fire(k, Err(e.clone())));
+        }
+    }
+
+    /// A new epoch handle for a context that records now.
+    pub fn current_batch(&self) -> Rc<Batch> {
+        self.core.borrow().batch.clone()
+    }
+
+    /// Stops the executor: cancels every task, discards unsubmitted work, waits (bounded) for
+    /// submitted work and releases it.
+    pub fn shutdown(&self) {
+        if self.closed.replace(true) {
+            return;
+        }
+        // Drop tasks outside any borrow: their futures' destructors may touch the core.
+        loop {
+            let wakers = self.core.borrow_mut().waiters.take_all_wakers();
+            let mut any = !wakers.is_empty();
+            drop(wakers);
+            while let Some(r) = self.ready.pop() {
+                any = true;
+                drop(r);
+            }
+            if !any {
+                break;
+            }
+        }
+        self.core.borrow_mut().backend.shutdown(SHUTDOWN_BOUND);
+    }
+}
+
+/// Runs an executor's loop without naming its backend (for [`JoinHandle::join`]).
+pub(crate) trait Runner {
+    fn run_until_dyn(&self, done: &mut dyn FnMut() -> bool);
+}
+
+impl<B: Backend + 'static> Runner for Shared<B> {
+    fn run_until_dyn(&self, done: &mut dyn FnMut() -> bool) {
+        self.run_until(done)
+    }
+}
+
+fn fire_upto<B>(core: &mut Core<B>, upto: u64, outcome: Result<(), Error>, wakers: &mut Vec<Waker>) {
+    let later = core.by_value.split_off(&(upto + 1));
+    let done = std::mem::replace(&mut core.by_value, later);
+    for k in done.into_values().flatten() {
+        wakers.extend(core.waiters.fire(k, outcome.clone()));
+    }
+}
+
+/// Counts a task as completed when its future finishes or is dropped.
+struct TaskGuard<B: Backend + 'static> {
+    shared: std::rc::Weak<Shared<B>>,
+}
+
+impl<B: Backend + 'static> Drop for TaskGuard<B> {
+    fn drop(&mut self) {
+        if let Some(s) = self.shared.upgrade() {
+            bump(&s.counters.tasks_completed, 1);
+            s.tasks_alive.set(s.tasks_alive.get() - 1);
+        }
+    }
+}
+
+/// Per-context state: the last epoch this context recorded into.
+#[derive(Default)]
+pub(crate) struct ContextState {
+    pub last: RefCell<Option<Rc<Batch>>>,
+}
+
+/// Resolves when the work of one epoch (as captured at creation) has completed.
+pub(crate) struct SyncFuture<B: Backend + 'static> {
+    shared: Rc<Shared<B>>,
+    batch: Option<Rc<Batch>>,
+    key: Option<Key>,
+    counted: bool,
+}
+
+impl<B: Backend + 'static> SyncFuture<B> {
+    pub fn new(shared: Rc<Shared<B>>, batch: Option<Rc<Batch>>) -> Self {
+        SyncFuture { shared, batch, key: None, counted: false }
+    }
+
+    fn count(&mut self) {
+        if !self.counted {
+            self.counted = true;
+            bump(&self.shared.counters.await_points, 1);
+        }
+    }
+}
+
+impl<B: Backend + 'static> Future for SyncFuture<B> {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let this = self.get_mut();
+        let shared = this.shared.clone();
+        let mut core = shared.core.borrow_mut();
+        if let Some(key) = this.key {
+            match core.waiters.outcome(key) {
+                None => {
+                    core.waiters.update_waker(key, cx.waker());
+                    return Poll::Pending;
+                }
+                Some(outcome) => {
+                    core.waiters.remove(key);
+                    this.key = None;
+                    outcome?;
+                }
+            }
+        }
+        let Some(batch) = &this.batch else {
+            return Poll::Ready(Ok(()));
+        };
+        let status = batch.status.borrow().clone();
+        match status {
+            BatchStatus::Failed(e) => Poll::Ready(Err(e)),
+            BatchStatus::Recording => {
+                if let Some(e) = core.fatal.clone() {
+                    return Poll::Ready(Err(e));
+                }
+                drop(core);
+                this.count();
+                let mut core = shared.core.borrow_mut();
+                let key = core.waiters.insert(cx.waker().clone());
+                core.pending_waiters.push(key);
+                this.key = Some(key);
+                Poll::Pending
+            }
+            BatchStatus::Submitted(v) => {
+                if v <= core.completed {
+                    return Poll::Ready(Ok(()));
+                }
+                if let Some(e) = core.fatal.clone() {
+                    return Poll::Ready(Err(e));
+                }
+                drop(core);
+                this.count();
+                let mut core = shared.core.borrow_mut();
+                let key = core.waiters.insert(cx.waker().clone());
+                core.by_value.entry(v).or_default().push(key);
+                this.key = Some(key);
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl<B: Backend + 'static> Drop for SyncFuture<B> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            if let Ok(mut core) = self.shared.core.try_borrow_mut() {
+                let _ = core.waiters.remove(key);
+            }
+        }
+    }
+}

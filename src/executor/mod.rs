@@ -1,0 +1,292 @@
+//! The executor: async tasks record GPU work; one submit per flush; one timeline-semaphore wait
+//! wakes every finished task.
+//!
+//! # The protocol
+//!
+//! **Threads.** An [`Executor`] and its tasks live on one thread (the executor is `!Send`, and
+//! tasks need not be `Send`). Wakers are `Send` and may fire on any thread; they push the task
+//! onto a mutex-protected ready queue and unpark the executor's thread.
+//!
+//! **Who owns the timeline counter.** The [`Device`] owns the queue's timeline semaphore and the
+//! counter of values handed out. A value is handed out only by a successful `vkQueueSubmit`
+//! (inside `Device::submit`); a failed submit hands out nothing, so the timeline never has a gap
+//! that no submission will signal.
+//!
+//! **Epochs.** Work recorded by all tasks since the last flush forms the *recording epoch*: one
+//! `Recording` (a list of ops, see [`crate::CommandList`] for how ops become phases and
+//! barriers) plus a shared `Batch` cell whose status is `Recording`, then `Submitted(value)` or
+//! `Failed(error)`. A context remembers the last epoch it recorded into. `ctx.synchronize()`
+//! captures that epoch *when called*, so it covers exactly the work the task recorded before
+//! the call.
+//!
+//! **When a task is woken.** A `synchronize` future that must wait registers one slot in the
+//! waiter table (a generational slab), keyed either under the recording epoch or under the
+//! epoch's timeline value once submitted. The slot is freed only by its future (when it takes
+//! its outcome, or on drop), so no waker outlives its future. The executor fires slots by
+//! setting their outcome and collecting their wakers; it wakes them only after releasing its
+//! borrow of the scheduling state.
+//!
+//! **The loop.** The executor runs ready tasks until none is ready. Then, in order:
+//! 1. If work was recorded and a task waits for it (or nothing else could be waited for), it
+//!    *flushes*: all recorded ops go into one command buffer and one `vkQueueSubmit` that
+//!    signals the next timeline value. Waiters on the epoch move to that value. Work that no
+//!    task waits for is not flushed ahead of a GPU wait that other tasks need; it goes with the
+//!    next flush.
+//! 2. Else, if tasks wait for submitted values, it blocks in `vkWaitSemaphores` on one value:
+//!    the highest awaited one ([`WaitPolicy::All`], the default: one wait covers all pending
+//!    submissions) or the oldest awaited one ([`WaitPolicy::Oldest`]: the host runs the woken
+//!    tasks while the GPU keeps working on later submissions). It then reads the counter once
+//!    and wakes every waiter whose value is at or below it.
+//! 3. Else it sleeps until a waker fires.
+//!
+//! It never blocks while a task is ready. Besides the idle flush, work is flushed when the
+//! recorded-but-unsubmitted ops pass [`ExecutorBuilder::max_pending_ops`] (so a long CPU phase
+//! does not starve the GPU), and on [`Ctx::flush`].
+//!
+//! **Resources.** Every op holds `Arc`s to its buffers and kernel. A flushed recording moves
+//! to the in-flight list (oldest first) with its value; the completed prefix is dropped each
+//! time the counter is read, which frees buffers whose `Buffer` handle was already dropped, and
+//! command buffers are reused once their value is reached. Nothing blocks in `Drop`.
+//!
+//! **Drop, abort, panic.** Dropping a [`JoinHandle`] detaches the task. [`JoinHandle::abort`]
+//! cancels the task at its next await: its future is dropped (freeing its waiter slots), work
+//! it already recorded is still submitted and completes, and its resources are released after
+//! that. A panicking task ends with a [`JoinError`] whose `is_panic()` is true; other tasks go
+//! on. Dropping the executor cancels unfinished tasks, discards unsubmitted work, waits (up to
+//! 10 s) for submitted work and frees it; if the GPU does not finish in time, that memory is
+//! leaked rather than freed under the GPU.
+//!
+//! **Device loss and timeouts.** `VK_ERROR_DEVICE_LOST` from a submit or a wait is fatal: every
+//! waiting task gets [`Error::DeviceLost`], in-flight resources are released (the GPU no longer
+//! runs them), and every later await fails the same way. Nothing hangs. With
+//! [`ExecutorBuilder::wait_timeout`], a GPU wait that passes the timeout wakes the tasks waiting
+//! for values up to the awaited one with [`Error::Timeout`]; their work stays in flight and its
+//! resources are held until it completes. There is no timeout by default.
+//!
+//! # Example: two independent tasks, one submit, one wait
+//! ```no_run
+//! use vkasync::{kernels, Buffer, Device, Executor, Kernel, MemoryKind};
+//!
+//! let device = Device::new()?;
+//! let mix = Kernel::new(&device, &kernels::MIX)?;
+//! let exec = Executor::new(&device)?;
+//! let mut handles = Vec::new();
+//! for t in 0..2u32 {
+//!     let (ctx, mix, device) = (exec.context(), mix.clone(), device.clone());
+//!     handles.push(exec.spawn(async move {
+//!         let data: Vec<u32> = (0..1024).map(|i| i ^ t).collect();
+//!         let buf = Buffer::<u32>::new(&device, data.len(), MemoryKind::Device)?;
+//!         ctx.upload(&buf, &data)?;
+//!         ctx.dispatch(&mix, [16, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[1024u32, 1]))?;
+//!         ctx.read(&buf).await
+//!     }));
+//! }
+//! exec.run();
+//! for h in handles {
+//!     let out: Vec<u32> = h.join().unwrap()?;
+//!     assert_eq!(out.len(), 1024);
+//! }
+//! let stats = exec.stats();
+//! assert_eq!((stats.await_points, stats.submits, stats.host_waits), (2, 1, 1));
+//! println!("{stats}");
+//! # Ok::<(), vkasync::Error>(())
+//! ```
+
+mod backend;
+mod context;
+pub(crate) mod core;
+mod task;
+mod waiters;
+
+#[cfg(test)]
+mod sim;
+
+pub use context::{Ctx, Synchronize};
+pub use task::{JoinError, JoinHandle};
+
+use self::backend::VulkanBackend;
+use self::core::{Options, Shared};
+use crate::device::Device;
+use crate::error::{Error, Result};
+use std::future::Future;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Which timeline value the executor waits for when no task can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WaitPolicy {
+    /// Wait for the highest awaited value: one host wait covers every pending submission.
+    #[default]
+    All,
+    /// Wait for the oldest awaited value, run the tasks it wakes while the GPU works on.
+    Oldest,
+}
+
+/// Counters kept by an executor. `Display` prints the stats line used by the examples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    /// Tasks spawned.
+    pub tasks_spawned: u64,
+    /// Tasks finished (completed, panicked or cancelled).
+    pub tasks_completed: u64,
+    /// GPU waits requested by tasks (`synchronize` calls that had to wait).
+    pub await_points: u64,
+    /// Flushes of recorded work.
+    pub flushes: u64,
+    /// `vkQueueSubmit` calls.
+    pub submits: u64,
+    /// Times the executor blocked in `vkWaitSemaphores`.
+    pub host_waits: u64,
+    /// Pipeline barriers recorded.
+    pub barriers: u64,
+    /// The last timeline value this executor submitted.
+    pub timeline_value: u64,
+}
+
+impl std::fmt::Display for Stats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "stats: tasks={} await_points={} flushes={} submits={} host_waits={} barriers={}",
+            self.tasks_spawned, self.await_points, self.flushes, self.submits, self.host_waits, self.barriers
+        )
+    }
+}
+
+/// Configures an [`Executor`].
+#[derive(Debug, Clone)]
+pub struct ExecutorBuilder {
+    device: Device,
+    policy: WaitPolicy,
+    timeout: Option<Duration>,
+    max_pending: usize,
+}
+
+impl ExecutorBuilder {
+    /// The wait policy (default [`WaitPolicy::All`]).
+    pub fn wait_policy(mut self, policy: WaitPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// A bound on each GPU wait; waiters then get [`Error::Timeout`]. Default: none, so long
+    /// kernels are never cut short.
+    pub fn wait_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Flush once this many commands are recorded but not submitted (default 65,536; at least 1).
+    pub fn max_pending_ops(mut self, n: usize) -> Self {
+        self.max_pending = n.max(1);
+        self
+    }
+
+    /// Creates the executor.
+    pub fn build(self) -> Result<Executor> {
+        let backend = VulkanBackend::new(&self.device)?;
+        let options = Options { policy: self.policy, timeout: self.timeout, max_pending: self.max_pending };
+        Ok(Executor { shared: Shared::new(backend, options), device: self.device })
+    }
+}
+
+/// Runs async tasks that record GPU work on one device queue. See the [module docs](self).
+///
+/// The executor is `!Send`: it and its tasks stay on the thread that made it.
+///
+/// ```compile_fail
+/// fn must_be_send<T: Send>(_: T) {}
+/// let device = vkasync::Device::new().unwrap();
+/// must_be_send(vkasync::Executor::new(&device).unwrap());
+/// ```
+pub struct Executor {
+    shared: Rc<Shared<VulkanBackend>>,
+    device: Device,
+}
+
+impl std::fmt::Debug for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor").field("stats", &self.stats()).finish_non_exhaustive()
+    }
+}
+
+impl Executor {
+    /// An executor with the default options.
+    pub fn new(device: &Device) -> Result<Self> {
+        Self::builder(device).build()
+    }
+
+    /// A builder for the options.
+    pub fn builder(device: &Device) -> ExecutorBuilder {
+        ExecutorBuilder { device: device.clone(), policy: WaitPolicy::All, timeout: None, max_pending: 65_536 }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// A new task context (each task should have its own; clones share state).
+    pub fn context(&self) -> Ctx {
+        Ctx { shared: self.shared.clone(), state: Rc::default(), device: self.device.clone() }
+    }
+
+    /// Spawns a task. It starts running on the next `run`, `block_on` or `join`.
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        self.shared.spawn(future)
+    }
+
+    /// Spawns `f(ctx)` with a fresh context.
+    pub fn spawn_with<F, Fut>(&self, f: F) -> JoinHandle<Fut::Output>
+    where
+        F: FnOnce(Ctx) -> Fut,
+        Fut: Future + 'static,
+        Fut::Output: 'static,
+    {
+        self.spawn(f(self.context()))
+    }
+
+    /// Runs until every spawned task has finished.
+    pub fn run(&self) {
+        let shared = self.shared.clone();
+        self.shared.run_until(move || shared.tasks_alive() == 0);
+        // Work recorded by tasks that finished without awaiting it still goes to the GPU.
+        self.shared.flush_now();
+    }
+
+    /// Runs `future` (and the other tasks while it waits) to completion on this thread.
+    pub fn block_on<F>(&self, future: F) -> F::Output
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        match self.spawn(future).join() {
+            Ok(v) => v,
+            Err(e) if e.is_panic() => panic!("{e}"),
+            Err(e) => panic!("block_on: {e}"),
+        }
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> Stats {
+        self.shared.stats()
+    }
+
+    /// Number of tasks not yet finished.
+    pub fn tasks_alive(&self) -> usize {
+        self.shared.tasks_alive()
+    }
+}
+
+impl Drop for Executor {
+    fn drop(&mut self) {
+        self.shared.shutdown();
+    }
+}
+
+#[allow(dead_code)]
+fn _error_is_used(_: Error) {}

@@ -1,0 +1,123 @@
+//! Join handles and join errors.
+
+use super::core::Runner;
+use futures::future::AbortHandle;
+use std::any::Any;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Repr {
+    Cancelled,
+    Panic(String),
+}
+
+/// Why a task did not produce its output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", match &self.repr { Repr::Cancelled => "task was cancelled".to_string(), Repr::Panic(m) => format!("task panicked: {m}") })]
+pub struct JoinError {
+    repr: Repr,
+}
+
+impl JoinError {
+    pub(crate) fn cancelled() -> Self {
+        JoinError { repr: Repr::Cancelled }
+    }
+
+    pub(crate) fn panicked(payload: Box<dyn Any + Send>) -> Self {
+        let msg = if let Some(s) = payload.downcast_ref::<&str>() {
+            s.to_string()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "(non-string panic payload)".to_string()
+        };
+        JoinError { repr: Repr::Panic(msg) }
+    }
+
+    /// The task was aborted, or the executor was dropped before it finished.
+    pub fn is_cancelled(&self) -> bool {
+        self.repr == Repr::Cancelled
+    }
+
+    /// The task panicked.
+    pub fn is_panic(&self) -> bool {
+        matches!(self.repr, Repr::Panic(_))
+    }
+
+    /// The panic message, if the task panicked with a string.
+    pub fn panic_message(&self) -> Option<&str> {
+        match &self.repr {
+            Repr::Panic(m) => Some(m),
+            Repr::Cancelled => None,
+        }
+    }
+}
+
+/// A handle to a spawned task: a future of its output, and a blocking [`JoinHandle::join`].
+///
+/// Dropping the handle detaches the task: it keeps running. [`JoinHandle::abort`] cancels it at
+/// its next await; GPU work it already submitted still completes and its resources are released
+/// after that.
+#[must_use = "dropping a JoinHandle detaches the task; await it, join() it, or drop it on purpose"]
+pub struct JoinHandle<T> {
+    task: Option<async_task::FallibleTask<Result<T, JoinError>>>,
+    abort: AbortHandle,
+    runner: Rc<dyn Runner>,
+}
+
+impl<T> std::fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JoinHandle").field("finished", &self.is_finished()).finish()
+    }
+}
+
+impl<T> JoinHandle<T> {
+    pub(crate) fn new(
+        task: async_task::FallibleTask<Result<T, JoinError>>,
+        abort: AbortHandle,
+        runner: Rc<dyn Runner>,
+    ) -> Self {
+        JoinHandle { task: Some(task), abort, runner }
+    }
+
+    /// Cancels the task at its next await point (or before it first runs).
+    pub fn abort(&self) {
+        self.abort.abort();
+    }
+
+    /// Whether the task has finished (completed, panicked or been cancelled).
+    pub fn is_finished(&self) -> bool {
+        self.task.as_ref().is_none_or(|t| t.is_finished())
+    }
+
+    /// Runs the executor on this thread until the task finishes, and returns its output.
+    pub fn join(mut self) -> Result<T, JoinError> {
+        let runner = self.runner.clone();
+        let task = self.task.take().expect("present until joined");
+        runner.run_until_dyn(&mut || task.is_finished());
+        futures::executor::block_on(task).unwrap_or_else(|| Err(JoinError::cancelled()))
+    }
+}
+
+impl<T> Future for JoinHandle<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let task = self.task.as_mut().expect("polled after completion");
+        match Pin::new(task).poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(out) => Poll::Ready(out.unwrap_or_else(|| Err(JoinError::cancelled()))),
+        }
+    }
+}
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.detach();
+        }
+    }
+}
