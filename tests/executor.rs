@@ -98,3 +98,221 @@ fn barriers_do_not_grow_with_tasks_when_each_does_copy_dispatch_copy() {
     drop(mix);
     finish(device);
 }
+
+/// A long-running `mix` so that work is still in flight when the test acts.
+fn record_heavy(ctx: &Ctx, mix: &Kernel, buf: &Buffer<u32>, k: u32) {
+    let n = buf.len();
+    ctx.dispatch(mix, [mix.groups_for(n as u64), 1, 1], &[buf.into()], bytemuck::bytes_of(&[n as u32, k])).unwrap();
+}
+
+#[test]
+fn a_buffer_dropped_in_flight_is_freed_after_its_work() {
+    let _w = Watchdog::new(std::time::Duration::from_secs(60));
+    let (device, mix) = setup();
+    let exec = Executor::new(&device).unwrap();
+    let ctx = exec.context();
+    let (dev, m) = (device.clone(), mix.clone());
+    let h = exec.spawn(async move {
+        let buf = Buffer::<u32>::new(&dev, 1 << 16, MemoryKind::Device).unwrap();
+        record_heavy(&ctx, &m, &buf, 2000);
+        drop(buf);
+        // The recorded dispatch keeps the memory alive.
+        assert_eq!(dev.memory_report().live_allocations, 1);
+        ctx.flush();
+        assert_eq!(dev.memory_report().live_allocations, 1, "freed while the GPU may use it");
+        ctx.synchronize().await
+    });
+    h.join().unwrap().unwrap();
+    // The completed submission was retired when the counter was read.
+    assert_eq!(device.memory_report().live_allocations, 0);
+    drop((exec, mix));
+    finish(device);
+}
+
+#[test]
+fn dropping_a_join_handle_detaches_the_task() {
+    let (device, mix) = setup();
+    let exec = Executor::new(&device).unwrap();
+    let done = Rc::new(std::cell::Cell::new(false));
+    let (ctx, m, d) = (exec.context(), mix.clone(), done.clone());
+    drop(exec.spawn(async move {
+        let out = mix_task(ctx, m, 9, 100, 2).await.unwrap();
+        assert_eq!(out, expected(9, 100, 2));
+        d.set(true);
+    }));
+    exec.run();
+    assert!(done.get());
+    drop((exec, mix));
+    finish(device);
+}
+
+#[test]
+fn abort_cancels_at_the_next_await_and_submitted_work_completes() {
+    let _w = Watchdog::new(std::time::Duration::from_secs(60));
+    let (device, mix) = setup();
+    let exec = Executor::new(&device).unwrap();
+    let reached = Rc::new(std::cell::Cell::new(false));
+    let (ctx, m, r, dev) = (exec.context(), mix.clone(), reached.clone(), device.clone());
+    let victim = Rc::new(exec.spawn(async move {
+        let buf = Buffer::<u32>::new(&dev, 1 << 16, MemoryKind::Device).unwrap();
+        record_heavy(&ctx, &m, &buf, 500);
+        ctx.synchronize().await.unwrap();
+        r.set(true);
+    }));
+    let v = victim.clone();
+    let killer = exec.spawn(async move {
+        v.abort();
+    });
+    exec.run();
+    killer.join().unwrap();
+    let victim = Rc::try_unwrap(victim).unwrap();
+    let err = victim.join().unwrap_err();
+    assert!(err.is_cancelled(), "{err}");
+    assert!(!reached.get());
+    let s = exec.stats();
+    // The aborted task's recorded work was still submitted, and waited for before release.
+    assert_eq!(s.submits, 1, "{s}");
+    assert_eq!((s.tasks_spawned, s.tasks_completed), (2, 2));
+    drop(exec);
+    drop(mix);
+    finish(device);
+}
+
+#[test]
+fn a_panicking_task_gives_a_join_error_and_others_carry_on() {
+    let (device, mix) = setup();
+    let exec = Executor::new(&device).unwrap();
+    let ok = exec.spawn(mix_task(exec.context(), mix.clone(), 3, 200, 4));
+    let (ctx, m, dev) = (exec.context(), mix.clone(), device.clone());
+    let bad = exec.spawn(async move {
+        let buf = Buffer::<u32>::new(&dev, 64, MemoryKind::Device).unwrap();
+        record_heavy(&ctx, &m, &buf, 1);
+        ctx.synchronize().await.unwrap();
+        panic!("boom in task");
+    });
+    exec.run();
+    let err = bad.join().unwrap_err();
+    assert!(err.is_panic());
+    assert_eq!(err.panic_message(), Some("boom in task"));
+    assert_eq!(ok.join().unwrap().unwrap(), expected(3, 200, 4));
+    drop((exec, mix));
+    finish(device);
+}
+
+#[test]
+fn dropping_the_executor_with_work_in_flight_waits_then_frees() {
+    let (device, mix) = setup();
+    {
+        let exec = Executor::new(&device).unwrap();
+        let (ctx, m, dev) = (exec.context(), mix.clone(), device.clone());
+        // Records heavy work, flushes it, then waits for something that never comes.
+        let _h = exec.spawn(async move {
+            let buf = Buffer::<u32>::new(&dev, 1 << 16, MemoryKind::Device).unwrap();
+            record_heavy(&ctx, &m, &buf, 2000);
+            ctx.flush();
+            futures::future::pending::<()>().await;
+        });
+        let probe = exec.spawn(async {});
+        probe.join().unwrap();
+        assert_eq!(exec.tasks_alive(), 1);
+        assert!(device.completed_value().unwrap() < device.last_submitted(), "work should still be in flight");
+    }
+    // The executor waited for the GPU before freeing the buffer (validation would report a
+    // buffer destroyed while in use).
+    drop(mix);
+    finish(device);
+}
+
+#[test]
+fn an_optional_timeout_reaches_the_waiting_task_and_work_still_completes() {
+    let _w = Watchdog::new(std::time::Duration::from_secs(120));
+    let (device, mix) = setup();
+    let exec = Executor::builder(&device).wait_timeout(Some(std::time::Duration::from_millis(1))).build().unwrap();
+    let (ctx, m, dev) = (exec.context(), mix.clone(), device.clone());
+    let h = exec.spawn(async move {
+        let n = 1 << 16;
+        let data: Vec<u32> = (0..n as u32).collect();
+        let buf = Buffer::<u32>::new(&dev, n, MemoryKind::Device).unwrap();
+        ctx.upload(&buf, &data).unwrap();
+        record_heavy(&ctx, &m, &buf, 3000);
+        let rb = ctx.read_back(&buf).unwrap();
+        let mut timeouts = 0;
+        loop {
+            match ctx.synchronize().await {
+                Ok(()) => break,
+                Err(Error::Timeout(t)) => {
+                    assert_eq!(t, std::time::Duration::from_millis(1));
+                    timeouts += 1
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let out = rb.into_vec().unwrap();
+        assert!(data.iter().zip(&out).all(|(&x, &y)| y == mix_cpu(x, 3000)));
+        timeouts
+    });
+    let timeouts = h.join().unwrap();
+    assert!(timeouts >= 1, "the 1 ms timeout never fired");
+    drop((exec, mix));
+    finish(device);
+}
+
+#[test]
+fn device_loss_at_submit_reaches_every_waiting_task() {
+    let _w = Watchdog::new(std::time::Duration::from_secs(60));
+    let (device, mix) = setup();
+    let exec = Executor::new(&device).unwrap();
+    let waiters: Vec<_> = (0..3).map(|t| exec.spawn(mix_task(exec.context(), mix.clone(), t, 64, 1))).collect();
+    let dev = device.clone();
+    // Runs after the waiters recorded and suspended, before the idle flush.
+    let loser = exec.spawn(async move {
+        let _ = dev.debug_host_signal(0);
+    });
+    exec.run();
+    loser.join().unwrap();
+    for w in waiters {
+        assert_eq!(w.join().unwrap(), Err(Error::DeviceLost));
+    }
+    // Later work fails fast and nothing hangs.
+    let late = exec.spawn(mix_task(exec.context(), mix.clone(), 7, 64, 1));
+    exec.run();
+    assert!(late.join().unwrap().unwrap_err().is_device_lost());
+    assert_only_intended_validation_messages(&device);
+    drop((exec, mix));
+    assert_eq!(device.memory_report().live_allocations, 0);
+}
+
+#[test]
+fn device_loss_during_a_wait_reaches_every_waiting_task() {
+    let _w = Watchdog::new(std::time::Duration::from_secs(60));
+    let (device, mix) = setup();
+    // Every command is flushed as soon as it is recorded, so the work is submitted before the
+    // device is lost and the executor's wait is what meets the loss.
+    let exec = Executor::builder(&device).max_pending_ops(1).build().unwrap();
+    let waiters: Vec<_> = (0..3)
+        .map(|_| {
+            let (ctx, m, dev) = (exec.context(), mix.clone(), device.clone());
+            exec.spawn(async move {
+                let buf = Buffer::<u32>::new(&dev, 1 << 16, MemoryKind::Device)?;
+                record_heavy(&ctx, &m, &buf, 2000);
+                ctx.synchronize().await
+            })
+        })
+        .collect();
+    let dev = device.clone();
+    let loser = exec.spawn(async move {
+        let _ = dev.debug_host_signal(0);
+    });
+    exec.run();
+    loser.join().unwrap();
+    let s = exec.stats();
+    assert_eq!(s.submits, 3, "{s}");
+    for w in waiters {
+        assert_eq!(w.join().unwrap(), Err(Error::DeviceLost));
+    }
+    assert_only_intended_validation_messages(&device);
+    drop((exec, mix));
+    // The three buffers whose work was in flight when the device was lost are deliberately
+    // leaked: after a loss nothing says when the driver stops touching them.
+    assert_eq!(device.memory_report().live_allocations, 3);
+}

@@ -35,7 +35,9 @@ pub(crate) trait Backend {
     fn wait(&mut self, value: u64, timeout: Option<Duration>) -> Result<bool>;
     /// Reads the counter once and releases what submissions at or below it held.
     fn completed(&mut self) -> Result<u64>;
-    /// The device is lost: release everything in flight (the GPU no longer runs it).
+    /// The device is lost: drop unsubmitted work, and give up on what is in flight. Drivers may
+    /// still be executing it (lavapipe's queue thread runs to the end of the command buffer it
+    /// is in), so its memory is leaked rather than freed under the driver.
     fn abandon(&mut self);
     /// Waits up to `bound` for everything submitted, then releases it. If the GPU did not
     /// finish, what it may still use is leaked rather than freed under it.
@@ -84,7 +86,7 @@ impl Backend for VulkanBackend {
         let mut rec = rec;
         let completed = self.device.shared.cached_completed();
         self.retire(completed);
-        let pool = self.pool.as_mut().expect("pool lives until drop");
+        let pool = self.pool.as_mut().ok_or(crate::Error::DeviceLost)?;
         let cb = pool.begin(&self.device, completed)?;
         let stats = rec.encode(cb);
         pool.end(&self.device, cb)?;
@@ -113,15 +115,26 @@ impl Backend for VulkanBackend {
     }
 
     fn abandon(&mut self) {
-        self.in_flight.clear();
         self.pending = Recording::new(&self.device);
+        if !self.in_flight.is_empty() {
+            log::error!(
+                "vkasync: device lost with {} submission(s) in flight; leaking their memory rather than freeing it under the driver",
+                self.in_flight.len()
+            );
+            for (_, rec) in self.in_flight.drain(..) {
+                std::mem::forget(rec);
+            }
+            // Their command buffers may still be executing too.
+            std::mem::forget(self.pool.take());
+        }
     }
 
     fn shutdown(&mut self, bound: Duration) {
         self.pending = Recording::new(&self.device);
         let last = self.in_flight.back().map_or(0, |(v, _)| *v);
         match self.device.shared.wait(last, Some(bound)) {
-            Ok(true) | Err(_) => self.in_flight.clear(),
+            Ok(true) => self.in_flight.clear(),
+            Err(_) => self.abandon(),
             Ok(false) => {
                 log::error!(
                     "vkasync: executor dropped while the GPU still runs its work after {bound:?}; leaking that work's memory rather than freeing it under the GPU"

@@ -110,6 +110,10 @@ pub(crate) struct Shared<B> {
     pub options: Options,
     tasks_alive: Cell<usize>,
     closed: Cell<bool>,
+    /// Abort handles of the unfinished tasks, so that shutdown can cancel every one of them
+    /// (a task whose only waker is stored inside itself would otherwise never be dropped).
+    live: RefCell<std::collections::HashMap<u64, futures::future::AbortHandle>>,
+    next_task: Cell<u64>,
 }
 
 impl<B: Backend + 'static> Shared<B> {
@@ -129,6 +133,8 @@ impl<B: Backend + 'static> Shared<B> {
             options,
             tasks_alive: Cell::new(0),
             closed: Cell::new(false),
+            live: RefCell::default(),
+            next_task: Cell::new(0),
         })
     }
 
@@ -157,7 +163,10 @@ impl<B: Backend + 'static> Shared<B> {
         F::Output: 'static,
     {
         let (abortable, abort) = futures::future::abortable(future);
-        let guard = TaskGuard { shared: Rc::downgrade(self) };
+        let id = self.next_task.get();
+        self.next_task.set(id + 1);
+        self.live.borrow_mut().insert(id, abort.clone());
+        let guard = TaskGuard { shared: Rc::downgrade(self), id };
         let wrapped = async move {
             let _guard = guard;
             match AssertUnwindSafe(abortable).catch_unwind().await {
@@ -322,7 +331,12 @@ impl<B: Backend + 'static> Shared<B> {
         if self.closed.replace(true) {
             return;
         }
-        // Drop tasks outside any borrow: their futures' destructors may touch the core.
+        // Cancel every unfinished task: aborting schedules it, and dropping its runnable drops
+        // its future. Drop them outside any borrow: their destructors may touch the core.
+        let live: Vec<_> = self.live.borrow_mut().drain().map(|(_, h)| h).collect();
+        for h in live {
+            h.abort();
+        }
         loop {
             let wakers = self.core.borrow_mut().waiters.take_all_wakers();
             let mut any = !wakers.is_empty();
@@ -361,6 +375,7 @@ fn fire_upto<B>(core: &mut Core<B>, upto: u64, outcome: Result<(), Error>, waker
 /// Counts a task as completed when its future finishes or is dropped.
 struct TaskGuard<B: Backend + 'static> {
     shared: std::rc::Weak<Shared<B>>,
+    id: u64,
 }
 
 impl<B: Backend + 'static> Drop for TaskGuard<B> {
@@ -368,6 +383,9 @@ impl<B: Backend + 'static> Drop for TaskGuard<B> {
         if let Some(s) = self.shared.upgrade() {
             bump(&s.counters.tasks_completed, 1);
             s.tasks_alive.set(s.tasks_alive.get() - 1);
+            if let Ok(mut live) = s.live.try_borrow_mut() {
+                live.remove(&self.id);
+            }
         }
     }
 }

@@ -36,3 +36,41 @@ pub fn mix_cpu(x: u32, k: u32) -> u32 {
     }
     x
 }
+
+/// Fails the test if the validation layer reported anything other than the invalid host signal
+/// that device-loss tests use on purpose to lose the device.
+pub fn assert_only_intended_validation_messages(device: &Device) {
+    for m in device.validation_messages() {
+        assert!(
+            m.contains("VkSemaphoreSignalInfo")
+                || m.contains("vkSignalSemaphore")
+                || m.contains("Tried to signal a timeline"),
+            "unexpected validation message: {m}"
+        );
+    }
+}
+
+/// Aborts the process if the test has not finished in time: a deadlock fails loudly instead of
+/// hanging CI.
+pub struct Watchdog(Option<std::sync::mpsc::Sender<()>>);
+
+impl Watchdog {
+    pub fn new(limit: std::time::Duration) -> Self {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
+                eprintln!("watchdog: test did not finish within {limit:?} (deadlock?)");
+                std::process::abort();
+            }
+        });
+        Watchdog(Some(tx))
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
+}
