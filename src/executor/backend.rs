@@ -28,6 +28,8 @@ pub(crate) trait Backend {
     fn has_pending(&self) -> bool;
     /// How many commands were recorded since the last flush.
     fn pending_len(&self) -> usize;
+    /// A number that changes whenever something is recorded (commands and host reads).
+    fn recorded_count(&self) -> usize;
     /// Submits everything recorded since the last flush in one submission and returns the
     /// value it signals. On error the recorded work is discarded and no value is handed out.
     fn flush(&mut self) -> Result<FlushInfo>;
@@ -79,6 +81,10 @@ impl Backend for VulkanBackend {
 
     fn pending_len(&self) -> usize {
         self.pending.len()
+    }
+
+    fn recorded_count(&self) -> usize {
+        self.pending.len() + self.pending.host_reads.len()
     }
 
     fn flush(&mut self) -> Result<FlushInfo> {

@@ -1,6 +1,6 @@
 //! The task context: a cheap handle through which a task records GPU work and awaits it.
 
-use super::backend::{Backend, VulkanBackend};
+use super::backend::VulkanBackend;
 use super::core::{ContextState, Shared, SyncFuture};
 use super::task::JoinHandle;
 use crate::buffer::Buffer;
@@ -52,22 +52,9 @@ impl Future for Synchronize {
 }
 
 impl Ctx {
-    /// Records with the executor's pending recording, and marks this context as having work in
-    /// the current epoch. Flushes when the recorded work passes the executor's bound.
+    /// Records into the executor's recording epoch (see [`Shared::record`]).
     fn record<R>(&self, f: impl FnOnce(&mut crate::commands::Recording) -> Result<R>) -> Result<R> {
-        let r = {
-            let mut core = self.shared.core.borrow_mut();
-            let before = core.backend.pending.len() + core.backend.pending.host_reads.len();
-            let r = f(&mut core.backend.pending)?;
-            let after = core.backend.pending.len() + core.backend.pending.host_reads.len();
-            if after != before {
-                drop(core);
-                *self.state.last.borrow_mut() = Some(self.shared.current_batch());
-            }
-            r
-        };
-        self.shared.flush_if_over_bound();
-        Ok(r)
+        self.shared.record(&self.state, |b| f(&mut b.pending))
     }
 
     /// The device.
@@ -171,6 +158,3 @@ impl Recorder for Ctx {
         Ctx::read_back(self, src)
     }
 }
-
-#[allow(dead_code)]
-fn _assert_backend<B: Backend>() {}

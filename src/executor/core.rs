@@ -77,6 +77,14 @@ pub(crate) struct Core<B> {
     fatal: Option<Error>,
 }
 
+impl<B> Core<B> {
+    /// Live waiter slots (0 once every `synchronize` future has finished or been dropped).
+    #[allow(dead_code)] // used by the model tests
+    pub fn waiter_count(&self) -> usize {
+        self.waiters.len()
+    }
+}
+
 /// Counters, in cells so that task bookkeeping never needs the core's borrow.
 #[derive(Default)]
 pub(crate) struct Counters {
@@ -320,9 +328,20 @@ impl<B: Backend + 'static> Shared<B> {
         }
     }
 
-    /// A new epoch handle for a context that records now.
-    pub fn current_batch(&self) -> Rc<Batch> {
-        self.core.borrow().batch.clone()
+    /// Records through `f` into the backend; if it recorded anything, the context now has work
+    /// in the recording epoch. Then flushes if the recorded work passed the bound.
+    pub fn record<R>(&self, state: &ContextState, f: impl FnOnce(&mut B) -> Result<R>) -> Result<R> {
+        let r = {
+            let mut core = self.core.borrow_mut();
+            let before = core.backend.recorded_count();
+            let r = f(&mut core.backend)?;
+            if core.backend.recorded_count() != before {
+                *state.last.borrow_mut() = Some(core.batch.clone());
+            }
+            r
+        };
+        self.flush_if_over_bound();
+        Ok(r)
     }
 
     /// Stops the executor: cancels every task, discards unsubmitted work, waits (bounded) for
