@@ -6,9 +6,33 @@
 //! `vkQueueSubmit`, waits on one timeline-semaphore value, and wakes every task whose work is
 //! done.
 //!
-//! This crate level holds the foundation: [`Device`] (instance, queue, timeline semaphore,
-//! allocator), [`Buffer`], [`Kernel`] (with kernels compiled from `shaders/` at build time in
-//! [`kernels`]) and the blocking path [`CommandList`].
+//! - [`Device`]: instance, one compute queue, its timeline semaphore, the allocator.
+//! - [`Buffer`], [`Kernel`] (kernels compiled from `shaders/` at build time are in [`kernels`]).
+//! - [`CommandList`]: the blocking path (submit and wait per call), the naive baseline.
+//! - [`Executor`] and [`Ctx`]: the async runtime; see [`executor`] for the protocol.
+//!
+//! ```
+//! use vkasync::{kernels, Buffer, Ctx, Device, Error, Executor, Kernel, MemoryKind};
+//!
+//! async fn job(ctx: Ctx, mix: Kernel, seed: u32) -> Result<Vec<u32>, Error> {
+//!     let data: Vec<u32> = (0..1024).map(|i| i ^ seed).collect();
+//!     let buf = Buffer::<u32>::new(ctx.device(), data.len(), MemoryKind::Device)?;
+//!     ctx.upload(&buf, &data)?;
+//!     ctx.dispatch(&mix, [16, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[1024u32, 1]))?;
+//!     ctx.read(&buf).await
+//! }
+//!
+//! let device = Device::new()?;
+//! let mix = Kernel::new(&device, &kernels::MIX)?;
+//! let exec = Executor::new(&device)?;
+//! let a = exec.spawn(job(exec.context(), mix.clone(), 1));
+//! let b = exec.spawn(job(exec.context(), mix.clone(), 2));
+//! exec.run();
+//! let (a, b) = (a.join().unwrap()?, b.join().unwrap()?);
+//! let stats = exec.stats();
+//! assert_eq!((stats.await_points, stats.submits, stats.host_waits), (2, 1, 1));
+//! # Ok::<(), vkasync::Error>(())
+//! ```
 #![warn(missing_docs, missing_debug_implementations, clippy::undocumented_unsafe_blocks)]
 
 mod buffer;

@@ -64,7 +64,7 @@
 //! resources are held until it completes. There is no timeout by default.
 //!
 //! # Example: two independent tasks, one submit, one wait
-//! ```no_run
+//! ```
 //! use vkasync::{kernels, Buffer, Device, Executor, Kernel, MemoryKind};
 //!
 //! let device = Device::new()?;
