@@ -296,6 +296,12 @@ impl<T: Pod> Buffer<T> {
         Ok(out)
     }
 
+    /// Interop: the raw buffer handle. Work submitted by hand with [`Device::submit_raw`] is not
+    /// tracked: keep the `Buffer` alive until that work completes.
+    pub fn raw_handle(&self) -> vk::Buffer {
+        self.raw.buffer
+    }
+
     /// The device this buffer was allocated on.
     pub fn device(&self) -> &Device {
         &self.raw.device

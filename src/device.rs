@@ -342,6 +342,29 @@ impl Device {
         self.shared.wait(value, timeout)
     }
 
+    /// Interop: the raw `ash` device, for work written by hand beside vkasync's (benchmarks,
+    /// existing Vulkan code). Objects vkasync owns must not be destroyed through it.
+    pub fn ash_device(&self) -> &ash::Device {
+        &self.shared.device
+    }
+
+    /// Interop: the `VK_KHR_push_descriptor` functions (enabled on every vkasync device).
+    pub fn ash_push_descriptor(&self) -> &ash::khr::push_descriptor::Device {
+        &self.shared.push_descriptor
+    }
+
+    /// Interop: submits command buffers recorded by hand in one `vkQueueSubmit` that signals the
+    /// next value of the device's timeline, and returns that value (wait for it with
+    /// [`Device::wait`]).
+    ///
+    /// # Safety
+    /// The command buffers must be fully recorded from a pool of this device's queue family,
+    /// valid to submit, and everything they use must stay alive and untouched by the host until
+    /// the returned value is reached.
+    pub unsafe fn submit_raw(&self, command_buffers: &[vk::CommandBuffer]) -> Result<u64> {
+        self.shared.submit(command_buffers)
+    }
+
     pub(crate) fn next_id(&self) -> u64 {
         self.shared.next_id.fetch_add(1, Ordering::Relaxed)
     }

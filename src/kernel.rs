@@ -186,6 +186,11 @@ impl Kernel {
         self.raw.reflection.local_size
     }
 
+    /// Interop: the raw pipeline and its layout (set 0 uses push descriptors).
+    pub fn raw_handles(&self) -> (vk::Pipeline, vk::PipelineLayout) {
+        (self.raw.pipeline, self.raw.layout)
+    }
+
     /// The number of workgroups a 1-D dispatch over `n` items needs.
     pub fn groups_for(&self, n: u64) -> u32 {
         let per = self.raw.reflection.local_size[0].max(1) as u64;

@@ -1,0 +1,407 @@
+//! The executor against the naive pattern and a hand-written batch, side by side in one run.
+//!
+//! Workload (kept exactly so, for comparison with other libraries): T independent tasks; task t
+//! owns a buffer of n u32 initialised on the host as `data[i] = i ^ (t * 2654435761)` (wrapping),
+//! uploads it, runs one `mix` dispatch with ceil(n/64) groups, reads it back and verifies every
+//! element (against CPU results computed before timing). Timing includes creating each task's
+//! buffers and excludes device, pipeline and executor creation.
+//!
+//! Modes, interleaved within one run (the order rotates every repetition):
+//! - `sequential`: each task submits and waits before the next starts (vkasync's blocking path);
+//! - `executor`: T tasks on the executor, each awaiting its read-back, default wait policy;
+//! - `executor-oldest`: the same with `WaitPolicy::Oldest`;
+//! - `raw-batch`: written by hand with ash: all tasks' work in one command buffer, a barrier only
+//!   between phases, one submit, one wait.
+//!
+//! `cargo run --release --example bench_tasks -- [--sweep full|small] [--reps R] [--out DIR]`
+//! writes `DIR/bench_tasks.csv` and `DIR/bench_tasks.svg`.
+
+use ash::vk;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+use vkasync::{
+    kernels, Buffer, CommandList, Ctx, Device, Error, Executor, Kernel, MemoryKind, Recorder, WaitPolicy,
+};
+
+/// Counts live heap bytes and their peak, for the host memory per in-flight task.
+struct Counting;
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator unchanged; only counts sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let now = CURRENT.fetch_add(l.size(), Ordering::Relaxed) + l.size();
+        PEAK.fetch_max(now, Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed through.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        CURRENT.fetch_sub(l.size(), Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+const MODES: [&str; 4] = ["sequential", "executor", "executor-oldest", "raw-batch"];
+
+fn mix_cpu(mut x: u32, k: u32) -> u32 {
+    for _ in 0..k {
+        x = x.wrapping_mul(1664525).wrapping_add(1013904223);
+        x ^= x >> 16;
+    }
+    x
+}
+
+fn input(t: usize, n: usize) -> Vec<u32> {
+    let salt = (t as u32).wrapping_mul(2654435761);
+    (0..n as u32).map(|i| i ^ salt).collect()
+}
+
+/// Expected results for every task, computed on all cores before timing.
+fn expected(tasks: usize, n: usize, k: u32) -> Vec<Vec<u32>> {
+    let threads = std::thread::available_parallelism().map_or(1, |p| p.get());
+    let mut out: Vec<Vec<u32>> = vec![Vec::new(); tasks];
+    let chunk = tasks.div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        for (c, part) in out.chunks_mut(chunk).enumerate() {
+            s.spawn(move || {
+                for (j, slot) in part.iter_mut().enumerate() {
+                    *slot = input(c * chunk + j, n).into_iter().map(|x| mix_cpu(x, k)).collect();
+                }
+            });
+        }
+    });
+    out
+}
+
+fn verify(t: usize, got: &[u32], want: &[u32]) {
+    if got != want {
+        eprintln!("task {t}: result differs from the CPU");
+        std::process::exit(1);
+    }
+}
+
+fn groups(n: usize) -> [u32; 3] {
+    [n.div_ceil(64) as u32, 1, 1]
+}
+
+async fn task(ctx: Ctx, mix: Kernel, t: usize, n: usize, k: u32, want: std::rc::Rc<Vec<Vec<u32>>>) -> Result<(), Error> {
+    let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
+    ctx.upload(&buf, &input(t, n))?;
+    ctx.dispatch(&mix, groups(n), &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
+    let got = ctx.read(&buf).await?;
+    verify(t, &got, &want[t]);
+    Ok(())
+}
+
+fn run_sequential(device: &Device, mix: &Kernel, tasks: usize, n: usize, k: u32, want: &[Vec<u32>]) -> Result<(), Error> {
+    for (t, want) in want.iter().enumerate().take(tasks) {
+        let buf = Buffer::<u32>::new(device, n, MemoryKind::Device)?;
+        let mut cmds = CommandList::new(device);
+        cmds.upload(&buf, &input(t, n))?;
+        cmds.dispatch(mix, groups(n), &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
+        let rb = cmds.read_back(&buf)?;
+        cmds.submit_and_wait()?;
+        verify(t, &rb.into_vec()?, want);
+    }
+    Ok(())
+}
+
+fn run_executor(exec: &Executor, mix: &Kernel, tasks: usize, n: usize, k: u32, want: &std::rc::Rc<Vec<Vec<u32>>>) -> Result<(), Error> {
+    let handles: Vec<_> = (0..tasks).map(|t| exec.spawn(task(exec.context(), mix.clone(), t, n, k, want.clone()))).collect();
+    exec.run();
+    for h in handles {
+        h.join().expect("task panicked")?;
+    }
+    Ok(())
+}
+
+/// The hand-written batch: one command pool and command buffer reused across runs.
+struct RawBatch {
+    device: Device,
+    pool: vk::CommandPool,
+    cmd: vk::CommandBuffer,
+}
+
+impl RawBatch {
+    fn new(device: &Device) -> Self {
+        let d = device.ash_device();
+        let info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(device.queue_family())
+            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+        // SAFETY: plain object creation on a live device.
+        let pool = unsafe { d.create_command_pool(&info, None) }.expect("command pool");
+        let alloc = vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1);
+        // SAFETY: as above.
+        let cmd = unsafe { d.allocate_command_buffers(&alloc) }.expect("command buffer")[0];
+        RawBatch { device: device.clone(), pool, cmd }
+    }
+
+    fn run(&self, mix: &Kernel, tasks: usize, n: usize, k: u32, want: &[Vec<u32>]) -> Result<(), Error> {
+        let device = &self.device;
+        let d = device.ash_device();
+        let unified = device.unified_memory();
+        let bytes = (n * 4) as u64;
+        let mut bufs = Vec::with_capacity(tasks);
+        let mut staging = Vec::with_capacity(tasks);
+        let mut readback = Vec::with_capacity(tasks);
+        for t in 0..tasks {
+            let data = input(t, n);
+            if unified {
+                let b = Buffer::<u32>::new(device, n, MemoryKind::Device)?;
+                b.write(&data)?;
+                bufs.push(b);
+            } else {
+                bufs.push(Buffer::<u32>::new(device, n, MemoryKind::Device)?);
+                let s = Buffer::<u32>::new(device, n, MemoryKind::Upload)?;
+                s.write(&data)?;
+                staging.push(s);
+                readback.push(Buffer::<u32>::new(device, n, MemoryKind::Readback)?);
+            }
+        }
+        let (pipeline, layout) = mix.raw_handles();
+        let barrier = |src, dst, sa, da| {
+            let mb = [vk::MemoryBarrier::default().src_access_mask(sa).dst_access_mask(da)];
+            // SAFETY: the command buffer is recording.
+            unsafe { d.cmd_pipeline_barrier(self.cmd, src, dst, vk::DependencyFlags::empty(), &mb, &[], &[]) };
+        };
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // SAFETY: the command buffer is not pending (the previous run waited for it); every
+        // handle recorded below belongs to a buffer or kernel alive until the wait below.
+        unsafe {
+            d.begin_command_buffer(self.cmd, &begin).expect("begin");
+            // Earlier runs' work on recycled memory: order after it.
+            barrier(
+                vk::PipelineStageFlags::ALL_COMMANDS,
+                vk::PipelineStageFlags::TRANSFER | vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::AccessFlags::MEMORY_WRITE,
+                vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
+            );
+            if !unified {
+                for (s, b) in staging.iter().zip(&bufs) {
+                    let region = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: bytes };
+                    d.cmd_copy_buffer(self.cmd, s.raw_handle(), b.raw_handle(), &[region]);
+                }
+                barrier(
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                    vk::AccessFlags::TRANSFER_WRITE,
+                    vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+                );
+            }
+            d.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
+            let push = [n as u32, k];
+            d.cmd_push_constants(self.cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, bytemuck::bytes_of(&push));
+            for b in &bufs {
+                let info = [vk::DescriptorBufferInfo { buffer: b.raw_handle(), offset: 0, range: vk::WHOLE_SIZE }];
+                let write = [vk::WriteDescriptorSet::default()
+                    .dst_binding(0)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(&info)];
+                device.ash_push_descriptor().cmd_push_descriptor_set(self.cmd, vk::PipelineBindPoint::COMPUTE, layout, 0, &write);
+                let g = groups(n);
+                d.cmd_dispatch(self.cmd, g[0], g[1], g[2]);
+            }
+            if !unified {
+                barrier(
+                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::AccessFlags::SHADER_WRITE,
+                    vk::AccessFlags::TRANSFER_READ,
+                );
+                for (b, r) in bufs.iter().zip(&readback) {
+                    let region = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: bytes };
+                    d.cmd_copy_buffer(self.cmd, b.raw_handle(), r.raw_handle(), &[region]);
+                }
+            }
+            barrier(
+                vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::HOST,
+                vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE,
+                vk::AccessFlags::HOST_READ,
+            );
+            d.end_command_buffer(self.cmd).expect("end");
+            let value = device.submit_raw(&[self.cmd])?;
+            device.wait(value, None)?;
+        }
+        let sources = if unified { &bufs } else { &readback };
+        for (t, b) in sources.iter().enumerate() {
+            verify(t, &b.read()?, &want[t]);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for RawBatch {
+    fn drop(&mut self) {
+        // SAFETY: every run waited for its submission, so the pool's buffer is not pending.
+        unsafe { self.device.ash_device().destroy_command_pool(self.pool, None) };
+    }
+}
+
+struct Row {
+    mode: &'static str,
+    tasks: usize,
+    n: usize,
+    k: u32,
+    reps: usize,
+    us: Vec<f64>,
+    heap_per_task: f64,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
+}
+
+fn main() -> Result<(), Error> {
+    let args: Vec<String> = std::env::args().collect();
+    let sweep = arg(&args, "--sweep").unwrap_or_else(|| "full".into());
+    let out_dir = std::path::PathBuf::from(arg(&args, "--out").unwrap_or_else(|| ".".into()));
+    let reps_arg: Option<usize> = arg(&args, "--reps").and_then(|s| s.parse().ok());
+    let device = Device::new()?;
+    let name = device.info().name.clone();
+    let mix = Kernel::new(&device, &kernels::MIX)?;
+    let mut configs: Vec<(usize, usize, u32)> = Vec::new();
+    let ts: &[usize] = if sweep == "small" { &[1, 10, 100, 1000] } else { &[1, 10, 100, 1000, 10000] };
+    for &k in &[1u32, 1000] {
+        for &t in ts {
+            configs.push((t, 1024, k));
+        }
+    }
+    configs.push((16, 1 << 20, 1));
+    if sweep != "small" {
+        configs.push((100_000, 1024, 1));
+    }
+    let lp = std::env::var("LP_NUM_THREADS").unwrap_or_default();
+    eprintln!("device: {name} (LP_NUM_THREADS={lp:?})");
+    let exec_all = Executor::new(&device)?;
+    let exec_oldest = Executor::builder(&device).wait_policy(WaitPolicy::Oldest).build()?;
+    let raw = RawBatch::new(&device);
+    // Warm-up: compile the pipeline on the driver.
+    run_sequential(&device, &mix, 1, 64, 1, &expected(1, 64, 1))?;
+
+    let mut rows = Vec::new();
+    for &(tasks, n, k) in &configs {
+        let reps = reps_arg.unwrap_or(if tasks >= 10_000 { 3 } else { 7 });
+        let want = std::rc::Rc::new(expected(tasks, n, k));
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); MODES.len()];
+        let mut heap = vec![0f64; MODES.len()];
+        // One untimed round of every mode, then `reps` timed rounds with the order rotating.
+        for rep in 0..=reps {
+            for j in 0..MODES.len() {
+                let m = (j + rep) % MODES.len();
+                let base = CURRENT.load(Ordering::Relaxed);
+                PEAK.store(base, Ordering::Relaxed);
+                let start = Instant::now();
+                match MODES[m] {
+                    "sequential" => run_sequential(&device, &mix, tasks, n, k, &want)?,
+                    "executor" => run_executor(&exec_all, &mix, tasks, n, k, &want)?,
+                    "executor-oldest" => run_executor(&exec_oldest, &mix, tasks, n, k, &want)?,
+                    _ => raw.run(&mix, tasks, n, k, &want)?,
+                }
+                let us = start.elapsed().as_secs_f64() * 1e6 / tasks as f64;
+                // Sequential has one task in flight at a time; the others have all T.
+                let in_flight = if MODES[m] == "sequential" { 1 } else { tasks };
+                let peak = (PEAK.load(Ordering::Relaxed) - base) as f64 / in_flight as f64;
+                if rep > 0 {
+                    times[m].push(us);
+                    heap[m] = heap[m].max(peak);
+                }
+            }
+        }
+        for (m, mode) in MODES.iter().enumerate() {
+            let row = Row { mode, tasks, n, k, reps, us: times[m].clone(), heap_per_task: heap[m] };
+            let mut v = row.us.clone();
+            let med = median(&mut v);
+            eprintln!(
+                "T={tasks:>6} n={n:>7} K={k:>4} {mode:<16} median {med:>9.2} us/task  min {:>9.2}  max {:>9.2}  heap/task {:>8.0} B",
+                v[0],
+                v[v.len() - 1],
+                row.heap_per_task
+            );
+            rows.push(row);
+        }
+    }
+    eprintln!("executor {}", exec_all.stats());
+    eprintln!("executor-oldest {}", exec_oldest.stats());
+
+    std::fs::create_dir_all(&out_dir).ok();
+    let mut csv = String::from("device,lp_num_threads,mode,T,n,K,reps,median_us_per_task,min_us_per_task,max_us_per_task,peak_heap_bytes_per_in_flight_task\n");
+    for r in &rows {
+        let mut v = r.us.clone();
+        let med = median(&mut v);
+        csv += &format!(
+            "\"{}\",{},{},{},{},{},{},{:.3},{:.3},{:.3},{:.0}\n",
+            name,
+            lp,
+            r.mode,
+            r.tasks,
+            r.n,
+            r.k,
+            r.reps,
+            med,
+            v[0],
+            v[v.len() - 1],
+            r.heap_per_task
+        );
+    }
+    print!("{csv}");
+    std::fs::write(out_dir.join("bench_tasks.csv"), &csv).expect("write csv");
+    plot(&rows, &name, &out_dir.join("bench_tasks.svg"));
+    Ok(())
+}
+
+fn plot(rows: &[Row], device: &str, path: &std::path::Path) {
+    use plotters::prelude::*;
+    let root = SVGBackend::new(path, (1100, 480)).into_drawing_area();
+    root.fill(&WHITE).unwrap();
+    let panels = root.split_evenly((1, 2));
+    let colors = [RED, BLUE, GREEN, BLACK];
+    for (panel, k) in panels.iter().zip([1u32, 1000]) {
+        let pts = |mode: &str| -> Vec<(f64, f64)> {
+            rows.iter()
+                .filter(|r| r.mode == mode && r.k == k && r.n == 1024)
+                .map(|r| {
+                    let mut v = r.us.clone();
+                    (r.tasks as f64, median(&mut v))
+                })
+                .collect()
+        };
+        let all: Vec<(f64, f64)> = MODES.iter().flat_map(|m| pts(m)).collect();
+        if all.is_empty() {
+            continue;
+        }
+        let ymax = all.iter().map(|p| p.1).fold(1.0, f64::max) * 2.0;
+        let ymin = all.iter().map(|p| p.1).fold(f64::MAX, f64::min) / 2.0;
+        let xmax = all.iter().map(|p| p.0).fold(1.0, f64::max) * 2.0;
+        let mut chart = ChartBuilder::on(panel)
+            .caption(format!("{device}: mix, n=1024, K={k}"), ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(55)
+            .build_cartesian_2d((0.5f64..xmax).log_scale(), (ymin.max(0.01)..ymax).log_scale())
+            .unwrap();
+        chart.configure_mesh().x_desc("tasks T").y_desc("µs per task (median)").draw().unwrap();
+        for (mode, color) in MODES.iter().zip(colors) {
+            let p = pts(mode);
+            chart
+                .draw_series(LineSeries::new(p.clone(), color.stroke_width(2)))
+                .unwrap()
+                .label(*mode)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+            chart.draw_series(p.into_iter().map(|(x, y)| Circle::new((x, y), 3, color.filled()))).unwrap();
+        }
+        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().unwrap();
+    }
+    root.present().unwrap();
+}
