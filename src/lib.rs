@@ -9,10 +9,13 @@
 //! This crate level holds the foundation: [`Device`] (instance, queue, timeline semaphore,
 //! allocator), [`Buffer`], [`Kernel`] (with kernels compiled from `shaders/` at build time in
 //! [`kernels`]) and the blocking path [`CommandList`].
+//!
+//! [`crypto`] runs AES-CTR, SHA-256 and HMAC-SHA256 over many inputs at once on the GPU.
 #![warn(missing_docs, missing_debug_implementations, clippy::undocumented_unsafe_blocks)]
 
 mod buffer;
 mod commands;
+pub mod crypto;
 mod device;
 mod error;
 mod instance;
