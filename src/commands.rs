@@ -550,14 +550,27 @@ impl CommandList {
 
     /// Submits everything in one `vkQueueSubmit` and blocks on the timeline semaphore until the
     /// GPU is done. Returns the submission's timeline value.
-    pub fn submit_and_wait(self) -> Result<u64> {
+    ///
+    /// The list keeps every buffer and kernel its commands use alive until the wait returns, so
+    /// buffers the caller dropped after recording (a staging copy, a key or index buffer made by a
+    /// helper) are not destroyed while the GPU still uses them.
+    pub fn submit_and_wait(mut self) -> Result<u64> {
         let device = self.rec.device.clone();
         let value = self.submit_inner(&device)?;
-        device.shared.wait(value, None)?;
-        Ok(value)
+        match device.shared.wait(value, None) {
+            Ok(_) => Ok(value),
+            Err(e) => {
+                if !e.is_device_lost() {
+                    // The GPU may still use the resources: leak them rather than destroy them
+                    // in use. (After device loss, destroying them is allowed.)
+                    std::mem::forget(self);
+                }
+                Err(e)
+            }
+        }
     }
 
-    fn submit_inner(mut self, device: &Device) -> Result<u64> {
+    fn submit_inner(&mut self, device: &Device) -> Result<u64> {
         if self.rec.is_empty() {
             return Ok(device.last_submitted());
         }

@@ -10,6 +10,7 @@
 //! - [`Buffer`], [`Kernel`] (kernels compiled from `shaders/` at build time are in [`kernels`]).
 //! - [`CommandList`]: the blocking path (submit and wait per call), the naive baseline.
 //! - [`Executor`] and [`Ctx`]: the async runtime; see [`executor`] for the protocol.
+//! - [`crypto`]: AES-CTR, SHA-256 and HMAC-SHA256 over many inputs at once on the GPU.
 //!
 //! ```
 //! use vkasync::{kernels, Buffer, Ctx, Device, Error, Executor, Kernel, MemoryKind};
@@ -37,6 +38,7 @@
 
 mod buffer;
 mod commands;
+pub mod crypto;
 mod device;
 mod error;
 pub mod executor;

@@ -228,3 +228,36 @@ fn validation_layer_messages_are_counted() {
     assert!(device.validation_message_count() >= 1);
     assert!(device.validation_messages().iter().any(|m| m.contains("VUID")), "{:?}", device.validation_messages());
 }
+
+/// Regression: the blocking path dropped its recording right after the submit, before the wait,
+/// so a buffer or kernel that only the command list still held was destroyed while the GPU used
+/// it (`VUID-vkDestroyBuffer-buffer-00922`, and a crash inside lavapipe).
+#[test]
+fn resources_only_the_list_holds_live_until_the_wait_returns() {
+    let device = device();
+    let kernel = Kernel::new(&device, &kernels::MIX).unwrap();
+    let data: Vec<u32> = (0..100_000).collect();
+    let k = 200;
+    let out = Buffer::<u32>::new(&device, data.len(), MemoryKind::Device).unwrap();
+    let mut cmds = CommandList::new(&device);
+    {
+        let tmp = Buffer::<u32>::new(&device, data.len(), MemoryKind::Device).unwrap();
+        cmds.upload(&tmp, &data).unwrap();
+        let push = [data.len() as u32, k];
+        cmds.dispatch(
+            &kernel,
+            [kernel.groups_for(data.len() as u64), 1, 1],
+            &[(&tmp).into()],
+            bytemuck::bytes_of(&push),
+        )
+        .unwrap();
+        cmds.copy(&tmp, &out).unwrap();
+    }
+    drop(kernel);
+    let rb = cmds.read_back(&out).unwrap();
+    cmds.submit_and_wait().unwrap();
+    let expected: Vec<u32> = data.iter().map(|&x| mix_cpu(x, k)).collect();
+    assert_eq!(rb.into_vec().unwrap(), expected);
+    drop(out);
+    finish(device);
+}

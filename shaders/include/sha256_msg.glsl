@@ -1,0 +1,107 @@
+// sha256_msg.glsl: SHA-256 over a message held in a little-endian-packed byte buffer,
+// starting from an arbitrary chaining state (used by sha256_batch and hmac_sha256_batch).
+//
+// The including shader must declare, before including this file, a storage buffer with
+//     uint bytes[];   // byte j = (bytes[j >> 2] >> (8 * (j & 3))) & 0xff
+// padded to a whole number of words (no word past the last message byte is read).
+//
+//   void sha256_absorb_final(inout uint h[8], uint off, uint len, uint prefix_len)
+//       Continues the hash in h (a state after prefix_len bytes, prefix_len a multiple of 64:
+//       0 for a plain hash, 64 after an HMAC ipad/opad block) over the len message bytes at
+//       byte offset off (any alignment), then applies the final padding for a total length
+//       of prefix_len + len bytes.  h is then the digest as 8 big-endian words.
+#ifndef VKASYNC_SHA256_MSG_GLSL
+#define VKASYNC_SHA256_MSG_GLSL
+
+#include "sha256.glsl"
+
+// Byte at byte offset p.
+uint sha256_msg_byte(uint p) {
+    return (bytes[p >> 2] >> ((p & 3u) << 3)) & 0xffu;
+}
+
+// The 4 bytes at byte offset p (any alignment) as a big-endian word.  All 4 bytes must lie
+// inside the message: for an unaligned p the second word read holds byte p+3, so it exists.
+uint sha256_msg_be_word(uint p) {
+    uint i = p >> 2;
+    uint sh = (p & 3u) << 3;
+    uint v = bytes[i];
+    if (sh != 0u) {
+        v = (v >> sh) | (bytes[i + 1u] << (32u - sh));
+    }
+    // v holds bytes p..p+3 little-endian; swap to big-endian.
+    return (v << 24) | ((v & 0xff00u) << 8) | ((v >> 8) & 0xff00u) | (v >> 24);
+}
+
+// Word j (0..15) of the last message block: the r (< 64) tail bytes at p, then 0x80, then
+// zeros.  Only bytes below r are read from memory.
+uint sha256_tail_word(uint p, uint r, uint j) {
+    uint o = j << 2;
+    if (o + 4u <= r) {
+        return sha256_msg_be_word(p + o);
+    }
+    uint v = 0u;
+    for (uint k = 0u; k < 4u; ++k) {
+        uint q = o + k;
+        uint byt = 0u;
+        if (q < r) {
+            byt = sha256_msg_byte(p + q);
+        } else if (q == r) {
+            byt = 0x80u;
+        }
+        v = (v << 8) | byt;
+    }
+    return v;
+}
+
+void sha256_absorb_final(inout uint h[8], uint off, uint len, uint prefix_len) {
+    // Total bit length (64-bit, big-endian words hi:lo) of prefix_len + len bytes.
+    uint carry;
+    uint total = uaddCarry(prefix_len, len, carry);
+    uint bits_hi = (total >> 29) | (carry << 3);
+    uint bits_lo = total << 3;
+
+    uint nfull = len >> 6;          // whole 64-byte message blocks
+    uint r = len & 63u;             // bytes in the last, partial block (0..63)
+    // Blocks to compress: the whole ones, then the tail + 0x80 (+ the length if r < 56),
+    // then, if r >= 56, one more block of zeros + the length.
+    uint nblk = nfull + ((r + 72u) >> 6);
+
+    // One compression call site (the unrolled compression is large; keep one copy inlined).
+    uint w[16];
+    uint p = off;
+    for (uint blk = 0u; blk < nblk; ++blk) {
+        // Written out so that w is only indexed with constants.
+        if (blk < nfull) {
+            w[0] = sha256_msg_be_word(p);         w[1] = sha256_msg_be_word(p + 4u);
+            w[2] = sha256_msg_be_word(p + 8u);    w[3] = sha256_msg_be_word(p + 12u);
+            w[4] = sha256_msg_be_word(p + 16u);   w[5] = sha256_msg_be_word(p + 20u);
+            w[6] = sha256_msg_be_word(p + 24u);   w[7] = sha256_msg_be_word(p + 28u);
+            w[8] = sha256_msg_be_word(p + 32u);   w[9] = sha256_msg_be_word(p + 36u);
+            w[10] = sha256_msg_be_word(p + 40u);  w[11] = sha256_msg_be_word(p + 44u);
+            w[12] = sha256_msg_be_word(p + 48u);  w[13] = sha256_msg_be_word(p + 52u);
+            w[14] = sha256_msg_be_word(p + 56u);  w[15] = sha256_msg_be_word(p + 60u);
+        } else if (blk == nfull) {
+            w[0] = sha256_tail_word(p, r, 0u);    w[1] = sha256_tail_word(p, r, 1u);
+            w[2] = sha256_tail_word(p, r, 2u);    w[3] = sha256_tail_word(p, r, 3u);
+            w[4] = sha256_tail_word(p, r, 4u);    w[5] = sha256_tail_word(p, r, 5u);
+            w[6] = sha256_tail_word(p, r, 6u);    w[7] = sha256_tail_word(p, r, 7u);
+            w[8] = sha256_tail_word(p, r, 8u);    w[9] = sha256_tail_word(p, r, 9u);
+            w[10] = sha256_tail_word(p, r, 10u);  w[11] = sha256_tail_word(p, r, 11u);
+            w[12] = sha256_tail_word(p, r, 12u);  w[13] = sha256_tail_word(p, r, 13u);
+            w[14] = sha256_tail_word(p, r, 14u);  w[15] = sha256_tail_word(p, r, 15u);
+        } else {
+            // The extra block when r >= 56: the 0x80 was in the previous one.
+            w[0] = 0u;  w[1] = 0u;  w[2] = 0u;  w[3] = 0u;  w[4] = 0u;  w[5] = 0u;  w[6] = 0u;  w[7] = 0u;
+            w[8] = 0u;  w[9] = 0u;  w[10] = 0u; w[11] = 0u; w[12] = 0u; w[13] = 0u; w[14] = 0u; w[15] = 0u;
+        }
+        if (blk + 1u == nblk) {
+            w[14] = bits_hi;
+            w[15] = bits_lo;
+        }
+        sha256_compress(h, w);
+        p += 64u;
+    }
+}
+
+#endif // VKASYNC_SHA256_MSG_GLSL

@@ -1,0 +1,737 @@
+//! AES-CTR, SHA-256 and HMAC-SHA256 on the GPU, for many independent inputs at once.
+//!
+//! [`Crypto`] holds the three pipelines (`kernels::AES_CTR`, `kernels::SHA256_BATCH`,
+//! `kernels::HMAC_SHA256_BATCH`, built from `shaders/`). It offers three layers:
+//!
+//! 1. **Recording on device buffers** ([`Crypto::record_aes_ctr`], [`Crypto::record_sha256`],
+//!    [`Crypto::record_hmac_sha256`]): generic over [`Recorder`], so they work with the blocking
+//!    [`CommandList`] and with the executor's task context. Several of them can work on the same
+//!    buffers in one recording with no host round trip: encrypt-then-MAC is AES-CTR in place on
+//!    a buffer, then HMAC over slices of that same buffer
+//!    ([`Crypto::prepare_encrypt_then_mac`]). The recorder orders the dependent dispatches.
+//! 2. **Prepare / finish** ([`Crypto::prepare_aes_ctr`], [`Crypto::prepare_sha256_many`],
+//!    [`Crypto::prepare_hmac_sha256_many`], [`Crypto::prepare_encrypt_then_mac`]): upload host
+//!    data, record the work and a read-back, and return a `Pending*` value whose `finish()` turns
+//!    the read-back into host results once the recorder's work has completed. An async caller
+//!    does `prepare(&mut ctx, ..)?`, awaits the context's synchronisation, then `finish()`.
+//!    If a `prepare_*` or `record_*` call fails, what it recorded before the error stays in the
+//!    recorder (it only touches buffers the call made itself, or the caller's).
+//! 3. **Blocking host-to-host conveniences** ([`Crypto::aes_ctr_blocking`],
+//!    [`Crypto::sha256_many_blocking`], [`Crypto::hmac_sha256_many_blocking`],
+//!    [`Crypto::encrypt_then_mac_blocking`]): prepare on a [`CommandList`], submit, wait, finish.
+//!
+//! # Buffer layout and byte order
+//!
+//! Two conventions meet here, and mixing them up is the classic bug:
+//!
+//! - **Byte streams** (AES data, SHA-256/HMAC messages) live in `Buffer<u32>` packed
+//!   *little-endian*: byte `j` is `(word[j / 4] >> (8 * (j % 4))) & 0xff`. On a little-endian host
+//!   the buffer's memory is simply the bytes. [`pack_le_words`] / [`unpack_le_words`] convert.
+//! - **Cryptographic words** (AES round keys, the counter block, SHA-256 states and digests) are
+//!   *big-endian* words as in FIPS-197 / FIPS 180-4: `w = b0 << 24 | b1 << 16 | b2 << 8 | b3`.
+//!   A digest buffer is a `Buffer<[u32; 8]>` holding each digest's eight words H0..H7;
+//!   [`digest_bytes`] turns one into the usual 32 bytes (`to_be_bytes` of each word).
+//!
+//! AES-CTR works on whole 16-byte blocks: a data buffer must hold `4 * ceil(byte_len / 16)`
+//! words, and the bytes between `byte_len` and the end of the last block are XORed with
+//! keystream too (they are padding; ignore them). The counter is the full 16-byte block
+//! incremented as one 128-bit big-endian integer, wrapping mod 2^128 (SP 800-38A, as in OpenSSL
+//! and RustCrypto's `Ctr128BE`). [`ctr_add`] gives the counter block of a later block.
+//!
+//! A message batch on the device is a `Buffer<u32>` of packed bytes plus a [`MessageIndex`]:
+//! one `(byte offset, byte length)` pair per message, checked on the host when it is uploaded
+//! so that no dispatch can read past the messages buffer. [`MessageBatch`] packs host messages
+//! contiguously and builds both.
+//!
+//! # Security notes
+//!
+//! These kernels are for throughput, not for hostile environments: the AES kernel uses table
+//! look-ups in shared memory, and the host key expansion uses an S-box table, so neither is
+//! constant-time (a co-resident attacker who can measure cache or shared-memory timing may learn
+//! key bits, in particular on a CPU device such as lavapipe). Key material is not zeroised: it
+//! stays in host memory freed normally, in GPU buffers, and in recorded push constants. CTR mode
+//! alone is malleable; authenticate ciphertexts (encrypt-then-MAC with an independent key) and
+//! never reuse a counter range under one key.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use vkasync::crypto::Crypto;
+//! use vkasync::Device;
+//!
+//! let device = Device::new()?;
+//! let crypto = Crypto::new(&device)?;
+//! let key = [0x2b; 16];
+//! let iv = [0u8; 16];
+//! let ciphertext = crypto.aes_ctr_blocking(&key, &iv, b"attack at dawn")?;
+//! assert_eq!(crypto.aes_ctr_blocking(&key, &iv, &ciphertext)?, b"attack at dawn");
+//!
+//! let digests = crypto.sha256_many_blocking(&[&b"abc"[..], b"", b"hello"])?;
+//! assert_eq!(digests[0][..4], [0xba, 0x78, 0x16, 0xbf]);
+//! let macs = crypto.hmac_sha256_many_blocking(b"key", &[b"message one", b"message two"])?;
+//! assert_eq!(macs.len(), 2);
+//! # Ok::<(), vkasync::Error>(())
+//! ```
+//!
+//! The same on device buffers, recorded into one submission (no host round trip between the
+//! steps):
+//!
+//! ```no_run
+//! use vkasync::crypto::{AesKey, Crypto, HmacKey, MessageIndex, pack_le_words};
+//! use vkasync::{Buffer, CommandList, Device, MemoryKind, Recorder};
+//!
+//! let device = Device::new()?;
+//! let crypto = Crypto::new(&device)?;
+//! let plaintext = vec![7u8; 100];
+//! let mut cmds = CommandList::new(&device);
+//! let key = AesKey::new(&[1; 32])?.upload(&mut cmds)?;
+//! let data = Buffer::<u32>::new(&device, 4 * 7, MemoryKind::Device)?; // 7 blocks >= 100 bytes
+//! cmds.upload(&data, &pack_le_words(&plaintext, 16))?;
+//! crypto.record_aes_ctr(&mut cmds, &key, &[0; 16], &data, plaintext.len())?;
+//! // MAC the two halves of the ciphertext, reading the buffer AES just wrote.
+//! let index = MessageIndex::upload(&mut cmds, &[0..50, 50..100])?;
+//! let macs = Buffer::<[u32; 8]>::new(&device, 2, MemoryKind::Device)?;
+//! crypto.record_hmac_sha256(&mut cmds, &HmacKey::new(b"mac key"), &data, &index, &macs)?;
+//! let macs = cmds.read_back(&macs)?;
+//! cmds.submit_and_wait()?;
+//! let macs: Vec<[u8; 32]> = macs.into_vec()?.iter().map(|d| vkasync::crypto::digest_bytes(d)).collect();
+//! # Ok::<(), vkasync::Error>(())
+//! ```
+
+mod host;
+
+pub use host::{ctr_add, digest_bytes, pack_le_words, unpack_le_words};
+
+use crate::{kernels, Arg, Buffer, CommandList, Device, Error, Kernel, MemoryKind, Readback, Recorder, Result};
+use std::ops::Range;
+
+/// The three crypto pipelines of one device. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Crypto {
+    device: Device,
+    aes_ctr: Kernel,
+    sha256: Kernel,
+    hmac: Kernel,
+    /// Most workgroups per dispatch; more work is split over several dispatches.
+    max_groups: u32,
+}
+
+impl Crypto {
+    /// Creates the AES-CTR, SHA-256 and HMAC-SHA256 pipelines on `device`.
+    ///
+    /// The AES kernel uses 32 KiB of shared memory per workgroup (the Vulkan minimum limit is
+    /// 16 KiB; lavapipe has exactly 32 KiB, desktop GPUs 48 KiB or more).
+    pub fn new(device: &Device) -> Result<Self> {
+        let max_groups = host::MAX_GROUPS.min(device.limits().max_compute_work_group_count[0]);
+        Ok(Crypto {
+            device: device.clone(),
+            aes_ctr: Kernel::new(device, &kernels::AES_CTR)?,
+            sha256: Kernel::new(device, &kernels::SHA256_BATCH)?,
+            hmac: Kernel::new(device, &kernels::HMAC_SHA256_BATCH)?,
+            max_groups,
+        })
+    }
+
+    /// The device the pipelines belong to.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Caps the workgroups per dispatch at `groups` (at least 1; the default is 65535), so that
+    /// tests can exercise the splitting of large inputs over several dispatches with small ones.
+    #[doc(hidden)]
+    pub fn with_max_groups_per_dispatch(mut self, groups: u32) -> Self {
+        self.max_groups = groups.clamp(1, host::MAX_GROUPS.min(self.device.limits().max_compute_work_group_count[0]));
+        self
+    }
+
+    /// Records `count` invocations of `kernel` as as many dispatches as the group cap needs,
+    /// writing each dispatch's first item into `push[base_at]`.
+    fn dispatch_split<R: Recorder + ?Sized>(
+        &self,
+        rec: &mut R,
+        kernel: &Kernel,
+        count: u32,
+        args: &[Arg],
+        push: &mut [u32],
+        base_at: usize,
+    ) -> Result<()> {
+        for (base, groups) in host::dispatches(count, self.max_groups) {
+            push[base_at] = base;
+            rec.dispatch(kernel, [groups, 1, 1], args, bytemuck::cast_slice(push))?;
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ recording on buffers
+
+    /// Records AES-CTR over the first `byte_len` bytes of `data`, in place: byte `j` is XORed
+    /// with byte `j % 16` of AES(`iv + j / 16`). Encryption and decryption are the same.
+    ///
+    /// `data` holds the bytes packed little-endian ([`pack_le_words`]) and must have room for
+    /// whole blocks: at least `4 * ceil(byte_len / 16)` words, else [`Error::SizeMismatch`]. The
+    /// padding bytes of the last block are XORed with keystream too. `byte_len == 0` records
+    /// nothing.
+    pub fn record_aes_ctr<R: Recorder + ?Sized>(
+        &self,
+        rec: &mut R,
+        key: &AesKeyBuffer,
+        iv: &[u8; 16],
+        data: &Buffer<u32>,
+        byte_len: usize,
+    ) -> Result<()> {
+        if byte_len == 0 {
+            return Ok(());
+        }
+        let blocks = byte_len.div_ceil(16);
+        let words = blocks.saturating_mul(4);
+        if words > data.len() {
+            return Err(Error::SizeMismatch {
+                what: "AES-CTR data buffer, in u32 words (whole 16-byte blocks of byte_len)",
+                expected: words as u64,
+                got: data.len() as u64,
+            });
+        }
+        let blocks = u32::try_from(blocks).map_err(|_| {
+            Error::InvalidArgument(format!("AES-CTR over {blocks} blocks: at most 2^32 - 1 blocks per call"))
+        })?;
+        let c = host::ctr_words(iv);
+        let mut push = [blocks, key.rounds, c[0], c[1], c[2], c[3], 0];
+        self.dispatch_split(rec, &self.aes_ctr, blocks, &[Arg::storage(&key.buffer), Arg::storage(data)], &mut push, 6)
+    }
+
+    /// Records SHA-256 of every message of `index` (byte ranges of `messages`, packed
+    /// little-endian); digest `i` goes to `digests[i]` as eight big-endian words
+    /// ([`digest_bytes`]).
+    ///
+    /// `messages` must reach every range of the index (at least [`MessageIndex::words_needed`]
+    /// words) and `digests` must hold at least [`MessageIndex::len`] entries
+    /// ([`Error::SizeMismatch`] otherwise).
+    pub fn record_sha256<R: Recorder + ?Sized>(
+        &self,
+        rec: &mut R,
+        messages: &Buffer<u32>,
+        index: &MessageIndex,
+        digests: &Buffer<[u32; 8]>,
+    ) -> Result<()> {
+        let n = check_batch(messages, index, digests)?;
+        let mut push = [n, 0];
+        let args = [Arg::storage(messages), Arg::storage(&index.buffer), Arg::storage(digests)];
+        self.dispatch_split(rec, &self.sha256, n, &args, &mut push, 1)
+    }
+
+    /// Records HMAC-SHA256 under `key` of every message of `index`, exactly like
+    /// [`Crypto::record_sha256`] (same buffers, same checks); `digests[i]` is message `i`'s MAC.
+    pub fn record_hmac_sha256<R: Recorder + ?Sized>(
+        &self,
+        rec: &mut R,
+        key: &HmacKey,
+        messages: &Buffer<u32>,
+        index: &MessageIndex,
+        digests: &Buffer<[u32; 8]>,
+    ) -> Result<()> {
+        let n = check_batch(messages, index, digests)?;
+        let mut push = [0u32; 18];
+        push[0] = n;
+        push[2..10].copy_from_slice(&key.inner);
+        push[10..18].copy_from_slice(&key.outer);
+        let args = [Arg::storage(messages), Arg::storage(&index.buffer), Arg::storage(digests)];
+        self.dispatch_split(rec, &self.hmac, n, &args, &mut push, 1)
+    }
+
+    // ------------------------------------------------------------------ prepare / finish
+
+    /// Uploads `data`, records AES-CTR over it and its read-back. [`PendingAesCtr::finish`]
+    /// gives the result once the recorder's work has completed. Empty `data` records nothing.
+    pub fn prepare_aes_ctr<R: Recorder + ?Sized>(
+        &self,
+        rec: &mut R,
+        key: &AesKey,
+        iv: &[u8; 16],
+        data: &[u8],
+    ) -> Result<PendingAesCtr> {
+        if data.is_empty() {
+            return Ok(PendingAesCtr { readback: None, len: 0 });
+        }
+        let words = pack_le_words(data, 16);
+        let buffer = Buffer::<u32>::new(rec.device(), words.len(), MemoryKind::Device)?;
+        rec.upload(&buffer, &words)?;
+        let key = key.upload(rec)?;
+        self.record_aes_ctr(rec, &key, iv, &buffer, data.len())?;
+        Ok(PendingAesCtr { readback: Some(rec.read_back(&buffer)?), len: data.len() })
+    }
+
+    /// Uploads `messages` as one batch and records their SHA-256 and its read-back. No
+    /// messages records nothing (and finishes as an empty vector).
+    pub fn prepare_sha256_many<R: Recorder + ?Sized, M: AsRef<[u8]>>(
+        &self,
+        rec: &mut R,
+        messages: &[M],
+    ) -> Result<PendingDigests> {
+        self.prepare_digests(rec, None, messages)
+    }
+
+    /// Uploads `messages` as one batch and records their HMAC-SHA256 under `key` and its
+    /// read-back. No messages records nothing (and finishes as an empty vector).
+    pub fn prepare_hmac_sha256_many<R: Recorder + ?Sized, M: AsRef<[u8]>>(
+        &self,
+        rec: &mut R,
+        key: &HmacKey,
+        messages: &[M],
+    ) -> Result<PendingDigests> {
+        self.prepare_digests(rec, Some(key), messages)
+    }
+
+    fn prepare_digests<R: Recorder + ?Sized, M: AsRef<[u8]>>(
+        &self,
+        rec: &mut R,
+        key: Option<&HmacKey>,
+        messages: &[M],
+    ) -> Result<PendingDigests> {
+        if messages.is_empty() {
+            return Ok(PendingDigests { readback: None });
+        }
+        let batch = MessageBatch::new(messages)?;
+        let on_device = batch.upload(rec)?;
+        let digests = Buffer::<[u32; 8]>::new(rec.device(), batch.len(), MemoryKind::Device)?;
+        match key {
+            None => self.record_sha256(rec, &on_device.bytes, &on_device.index, &digests)?,
+            Some(key) => self.record_hmac_sha256(rec, key, &on_device.bytes, &on_device.index, &digests)?,
+        }
+        Ok(PendingDigests { readback: Some(rec.read_back(&digests)?) })
+    }
+
+    /// Encrypt-then-MAC of `records` in one recording: the records are uploaded into one buffer,
+    /// each starting at a 16-byte boundary; AES-CTR encrypts the buffer in place as one stream
+    /// from `iv`; HMAC-SHA256 under `mac_key` then reads each record's ciphertext straight from
+    /// that buffer. One read-back brings ciphertexts and MACs home.
+    ///
+    /// Record `i` starting at byte `s_i` (a multiple of 16) is therefore the AES-CTR encryption
+    /// of the record alone from counter block `ctr_add(iv, s_i / 16)`, given in
+    /// [`SealedRecord::counter`]. This is a demonstration of chaining kernels on device buffers,
+    /// not a protocol: a real one would also authenticate the counter and associated data.
+    /// No records records nothing.
+    pub fn prepare_encrypt_then_mac<R: Recorder + ?Sized, M: AsRef<[u8]>>(
+        &self,
+        rec: &mut R,
+        aes_key: &AesKey,
+        mac_key: &HmacKey,
+        iv: &[u8; 16],
+        records: &[M],
+    ) -> Result<PendingEncryptThenMac> {
+        if records.is_empty() {
+            return Ok(PendingEncryptThenMac { ciphertext: None, macs: None, ranges: Vec::new(), iv: *iv });
+        }
+        let mut ranges = Vec::with_capacity(records.len());
+        let mut next = 0usize;
+        for r in records {
+            let start = next;
+            let end = start.checked_add(r.as_ref().len()).ok_or_else(|| too_large("records", u64::MAX))?;
+            ranges.push(start..end);
+            next = end.checked_next_multiple_of(16).ok_or_else(|| too_large("records", u64::MAX))?;
+        }
+        if next > u32::MAX as usize {
+            return Err(too_large("records (with 16-byte alignment)", next as u64));
+        }
+        let stream_len = ranges.last().map_or(0, |r| r.end);
+        let words =
+            host::pack_le_parts((next / 4).max(1), ranges.iter().zip(records).map(|(r, m)| (r.start, m.as_ref())));
+        let data = Buffer::<u32>::new(rec.device(), words.len(), MemoryKind::Device)?;
+        rec.upload(&data, &words)?;
+        let key = aes_key.upload(rec)?;
+        self.record_aes_ctr(rec, &key, iv, &data, stream_len)?;
+        let index = MessageIndex::upload(rec, &ranges)?;
+        let macs = Buffer::<[u32; 8]>::new(rec.device(), ranges.len(), MemoryKind::Device)?;
+        self.record_hmac_sha256(rec, mac_key, &data, &index, &macs)?;
+        Ok(PendingEncryptThenMac {
+            ciphertext: Some(rec.read_back(&data)?),
+            macs: Some(rec.read_back(&macs)?),
+            ranges,
+            iv: *iv,
+        })
+    }
+
+    // ------------------------------------------------------------------ blocking conveniences
+
+    /// AES-CTR of `data` under `key` (16, 24 or 32 bytes) from counter block `iv`, on the GPU,
+    /// blocking until done. Encrypts and decrypts. Empty `data` gives an empty vector without
+    /// GPU work (the key is still checked).
+    pub fn aes_ctr_blocking(&self, key: &[u8], iv: &[u8; 16], data: &[u8]) -> Result<Vec<u8>> {
+        let key = AesKey::new(key)?;
+        let mut cmds = CommandList::new(&self.device);
+        let pending = self.prepare_aes_ctr(&mut cmds, &key, iv, data)?;
+        cmds.submit_and_wait()?;
+        pending.finish()
+    }
+
+    /// SHA-256 of each message, on the GPU in one batch, blocking until done.
+    pub fn sha256_many_blocking<M: AsRef<[u8]>>(&self, messages: &[M]) -> Result<Vec<[u8; 32]>> {
+        let mut cmds = CommandList::new(&self.device);
+        let pending = self.prepare_sha256_many(&mut cmds, messages)?;
+        cmds.submit_and_wait()?;
+        pending.finish()
+    }
+
+    /// HMAC-SHA256 of each message under `key` (any length), on the GPU in one batch, blocking
+    /// until done.
+    pub fn hmac_sha256_many_blocking<M: AsRef<[u8]>>(&self, key: &[u8], messages: &[M]) -> Result<Vec<[u8; 32]>> {
+        let key = HmacKey::new(key);
+        let mut cmds = CommandList::new(&self.device);
+        let pending = self.prepare_hmac_sha256_many(&mut cmds, &key, messages)?;
+        cmds.submit_and_wait()?;
+        pending.finish()
+    }
+
+    /// [`Crypto::prepare_encrypt_then_mac`] on a [`CommandList`], blocking until done.
+    pub fn encrypt_then_mac_blocking<M: AsRef<[u8]>>(
+        &self,
+        aes_key: &[u8],
+        mac_key: &[u8],
+        iv: &[u8; 16],
+        records: &[M],
+    ) -> Result<Vec<SealedRecord>> {
+        let aes_key = AesKey::new(aes_key)?;
+        let mac_key = HmacKey::new(mac_key);
+        let mut cmds = CommandList::new(&self.device);
+        let pending = self.prepare_encrypt_then_mac(&mut cmds, &aes_key, &mac_key, iv, records)?;
+        cmds.submit_and_wait()?;
+        pending.finish()
+    }
+}
+
+/// Checks a batch's buffers against its index; returns the message count.
+fn check_batch(messages: &Buffer<u32>, index: &MessageIndex, digests: &Buffer<[u32; 8]>) -> Result<u32> {
+    if messages.len() < index.words_needed {
+        return Err(Error::SizeMismatch {
+            what: "messages buffer, in u32 words (the index has byte ranges past its end)",
+            expected: index.words_needed as u64,
+            got: messages.len() as u64,
+        });
+    }
+    if digests.len() < index.len {
+        return Err(Error::SizeMismatch {
+            what: "digest buffer, in digests (one per message of the index)",
+            expected: index.len as u64,
+            got: digests.len() as u64,
+        });
+    }
+    u32::try_from(index.len).map_err(|_| Error::InvalidArgument("more than 2^32 - 1 messages in one batch".into()))
+}
+
+fn too_large(what: &'static str, requested: u64) -> Error {
+    Error::TooLarge { what, requested, limit: u32::MAX as u64 }
+}
+
+// ---------------------------------------------------------------------- keys
+
+/// An AES key (128, 192 or 256 bits) with its expanded key schedule.
+///
+/// ```
+/// use vkasync::crypto::AesKey;
+/// assert_eq!(AesKey::new(&[0; 24])?.bits(), 192);
+/// assert!(AesKey::new(&[0; 20]).is_err());
+/// # Ok::<(), vkasync::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct AesKey {
+    rounds: u32,
+    /// FIPS-197 `w[0..4 * (rounds + 1)]`, big-endian words.
+    schedule: Vec<u32>,
+}
+
+impl std::fmt::Debug for AesKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AesKey").field("bits", &self.bits()).finish_non_exhaustive()
+    }
+}
+
+impl AesKey {
+    /// Validates `key` (16, 24 or 32 bytes, else [`Error::InvalidArgument`]) and expands it.
+    pub fn new(key: &[u8]) -> Result<Self> {
+        let (rounds, schedule) = host::aes_expand_key(key).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "an AES key must be 16, 24 or 32 bytes (AES-128/192/256), not {} bytes",
+                key.len()
+            ))
+        })?;
+        Ok(AesKey { rounds, schedule })
+    }
+
+    /// The key size in bits: 128, 192 or 256.
+    pub fn bits(&self) -> u32 {
+        (self.rounds - 6) * 32
+    }
+
+    /// The number of rounds: 10, 12 or 14.
+    pub fn rounds(&self) -> u32 {
+        self.rounds
+    }
+
+    /// Uploads the key schedule into a new device buffer, which any number of
+    /// [`Crypto::record_aes_ctr`] calls can then share.
+    pub fn upload<R: Recorder + ?Sized>(&self, rec: &mut R) -> Result<AesKeyBuffer> {
+        let buffer = Buffer::new(rec.device(), self.schedule.len(), MemoryKind::Device)?;
+        rec.upload(&buffer, &self.schedule)?;
+        Ok(AesKeyBuffer { buffer, rounds: self.rounds })
+    }
+}
+
+/// An AES key schedule on the device, made by [`AesKey::upload`].
+#[derive(Debug)]
+pub struct AesKeyBuffer {
+    buffer: Buffer<u32>,
+    rounds: u32,
+}
+
+impl AesKeyBuffer {
+    /// The number of rounds: 10, 12 or 14.
+    pub fn rounds(&self) -> u32 {
+        self.rounds
+    }
+}
+
+/// An HMAC-SHA256 key, held as the two SHA-256 midstates after the key blocks `K ^ ipad` and
+/// `K ^ opad` (RFC 2104). Any length is valid; keys longer than 64 bytes are hashed first.
+#[derive(Clone)]
+pub struct HmacKey {
+    inner: [u32; 8],
+    outer: [u32; 8],
+}
+
+impl std::fmt::Debug for HmacKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HmacKey").finish_non_exhaustive()
+    }
+}
+
+impl HmacKey {
+    /// Derives the midstates of `key`.
+    pub fn new(key: &[u8]) -> Self {
+        let (inner, outer) = host::hmac_midstates(key);
+        HmacKey { inner, outer }
+    }
+}
+
+// ---------------------------------------------------------------------- message batches
+
+/// The `(byte offset, byte length)` of each message of a batch, on the device, checked when
+/// uploaded so that a dispatch using it cannot read past a large-enough messages buffer.
+#[derive(Debug)]
+pub struct MessageIndex {
+    buffer: Buffer<[u32; 2]>,
+    len: usize,
+    words_needed: usize,
+}
+
+impl MessageIndex {
+    /// Uploads one byte range per message. Empty ranges are allowed; an empty list is
+    /// [`Error::InvalidArgument`] (a buffer cannot be empty), a range with `start > end` too, and
+    /// ranges past 4 GiB are [`Error::TooLarge`] (offsets are 32-bit on the device).
+    pub fn upload<R: Recorder + ?Sized>(rec: &mut R, ranges: &[Range<usize>]) -> Result<Self> {
+        if ranges.is_empty() {
+            return Err(Error::InvalidArgument("empty message batch: at least one message is needed".into()));
+        }
+        let mut entries = Vec::with_capacity(ranges.len());
+        let mut max_end = 0;
+        for (i, r) in ranges.iter().enumerate() {
+            if r.start > r.end {
+                return Err(Error::InvalidArgument(format!("message {i} has the reversed byte range {r:?}")));
+            }
+            if r.end > u32::MAX as usize {
+                return Err(too_large("message byte range", r.end as u64));
+            }
+            max_end = max_end.max(r.end);
+            entries.push([r.start as u32, (r.end - r.start) as u32]);
+        }
+        let buffer = Buffer::new(rec.device(), entries.len(), MemoryKind::Device)?;
+        rec.upload(&buffer, &entries)?;
+        Ok(MessageIndex { buffer, len: ranges.len(), words_needed: max_end.div_ceil(4) })
+    }
+
+    /// The number of messages.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: an index has at least one message.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The fewest `u32` words a messages buffer needs for every range to lie inside it.
+    pub fn words_needed(&self) -> usize {
+        self.words_needed
+    }
+}
+
+/// Host messages packed for the SHA-256 / HMAC kernels: their bytes concatenated and packed
+/// little-endian into words (at least one word, even if every message is empty), and each
+/// message's byte range.
+///
+/// ```
+/// use vkasync::crypto::MessageBatch;
+/// let batch = MessageBatch::new(&[&b"abcde"[..], b"", b"fg"])?;
+/// assert_eq!(batch.words(), &[0x6463_6261, 0x0067_6665]);
+/// assert_eq!(batch.ranges(), &[0..5, 5..5, 5..7]);
+/// assert!(MessageBatch::new::<&[u8]>(&[]).is_err());
+/// # Ok::<(), vkasync::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct MessageBatch {
+    words: Vec<u32>,
+    ranges: Vec<Range<usize>>,
+}
+
+impl std::fmt::Debug for MessageBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessageBatch").field("messages", &self.len()).field("bytes", &self.byte_len()).finish()
+    }
+}
+
+impl MessageBatch {
+    /// Packs `messages`. No messages is [`Error::InvalidArgument`]; more than 4 GiB in all is
+    /// [`Error::TooLarge`].
+    pub fn new<M: AsRef<[u8]>>(messages: &[M]) -> Result<Self> {
+        if messages.is_empty() {
+            return Err(Error::InvalidArgument("empty message batch: at least one message is needed".into()));
+        }
+        let mut ranges = Vec::with_capacity(messages.len());
+        let mut end = 0usize;
+        for m in messages {
+            let start = end;
+            end = end.saturating_add(m.as_ref().len());
+            ranges.push(start..end);
+        }
+        if end > u32::MAX as usize {
+            return Err(too_large("message batch", end as u64));
+        }
+        let words = host::pack_le_parts(
+            end.div_ceil(4).max(1),
+            ranges.iter().zip(messages).map(|(r, m)| (r.start, m.as_ref())),
+        );
+        Ok(MessageBatch { words, ranges })
+    }
+
+    /// The number of messages (at least one).
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// Always false: a batch has at least one message.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The total number of message bytes.
+    pub fn byte_len(&self) -> usize {
+        self.ranges.last().map_or(0, |r| r.end)
+    }
+
+    /// The packed bytes.
+    pub fn words(&self) -> &[u32] {
+        &self.words
+    }
+
+    /// Each message's byte range in [`MessageBatch::words`].
+    pub fn ranges(&self) -> &[Range<usize>] {
+        &self.ranges
+    }
+
+    /// Uploads the packed bytes and the index into new device buffers.
+    pub fn upload<R: Recorder + ?Sized>(&self, rec: &mut R) -> Result<DeviceMessages> {
+        let bytes = Buffer::new(rec.device(), self.words.len(), MemoryKind::Device)?;
+        rec.upload(&bytes, &self.words)?;
+        let index = MessageIndex::upload(rec, &self.ranges)?;
+        Ok(DeviceMessages { bytes, index })
+    }
+}
+
+/// A [`MessageBatch`] on the device.
+#[derive(Debug)]
+pub struct DeviceMessages {
+    /// The packed message bytes.
+    pub bytes: Buffer<u32>,
+    /// Each message's byte range in `bytes`.
+    pub index: MessageIndex,
+}
+
+// ---------------------------------------------------------------------- pending results
+
+/// The result of [`Crypto::prepare_aes_ctr`], available once the recorded work has completed.
+#[derive(Debug)]
+#[must_use = "call finish() after the recorded work has completed to get the result"]
+pub struct PendingAesCtr {
+    readback: Option<Readback<u32>>,
+    len: usize,
+}
+
+impl PendingAesCtr {
+    /// The output bytes. [`Error::NotReady`] if the work has not completed.
+    pub fn finish(self) -> Result<Vec<u8>> {
+        match self.readback {
+            None => Ok(Vec::new()),
+            Some(rb) => Ok(unpack_le_words(&rb.into_vec()?, self.len)),
+        }
+    }
+}
+
+/// The result of [`Crypto::prepare_sha256_many`] or [`Crypto::prepare_hmac_sha256_many`].
+#[derive(Debug)]
+#[must_use = "call finish() after the recorded work has completed to get the result"]
+pub struct PendingDigests {
+    readback: Option<Readback<[u32; 8]>>,
+}
+
+impl PendingDigests {
+    /// One digest (or MAC) per message, in order. [`Error::NotReady`] if the work has not
+    /// completed.
+    pub fn finish(self) -> Result<Vec<[u8; 32]>> {
+        match self.readback {
+            None => Ok(Vec::new()),
+            Some(rb) => Ok(rb.into_vec()?.iter().map(|d| digest_bytes(d)).collect()),
+        }
+    }
+}
+
+/// One record encrypted and authenticated by [`Crypto::prepare_encrypt_then_mac`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealedRecord {
+    /// The counter block this record's keystream starts at (decrypt with AES-CTR from it).
+    pub counter: [u8; 16],
+    /// The ciphertext, as long as the plaintext.
+    pub ciphertext: Vec<u8>,
+    /// HMAC-SHA256 of the ciphertext.
+    pub mac: [u8; 32],
+}
+
+/// The result of [`Crypto::prepare_encrypt_then_mac`].
+#[derive(Debug)]
+#[must_use = "call finish() after the recorded work has completed to get the result"]
+pub struct PendingEncryptThenMac {
+    ciphertext: Option<Readback<u32>>,
+    macs: Option<Readback<[u32; 8]>>,
+    ranges: Vec<Range<usize>>,
+    iv: [u8; 16],
+}
+
+impl PendingEncryptThenMac {
+    /// The sealed records, in order. [`Error::NotReady`] if the work has not completed.
+    pub fn finish(self) -> Result<Vec<SealedRecord>> {
+        let (Some(ct), Some(macs)) = (self.ciphertext, self.macs) else {
+            return Ok(Vec::new());
+        };
+        let words = ct.into_vec()?;
+        let macs = macs.into_vec()?;
+        let stream = unpack_le_words(&words, words.len() * 4);
+        Ok(self
+            .ranges
+            .into_iter()
+            .zip(macs)
+            .map(|(r, mac)| SealedRecord {
+                counter: ctr_add(&self.iv, (r.start / 16) as u64),
+                ciphertext: stream[r].to_vec(),
+                mac: digest_bytes(&mac),
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,383 @@
+//! Host-side helpers for the crypto compute shaders (`aes_ctr.comp`, `sha256_batch.comp`,
+//! `hmac_sha256_batch.comp`). Plain Rust.
+//!
+//! Conventions (see the [`crate::crypto`] module docs):
+//! - Byte streams go to the GPU packed little-endian into `u32` words: byte `j` is
+//!   `(words[j / 4] >> (8 * (j % 4))) & 0xff` ([`pack_le_words`] / [`unpack_le_words`]).
+//! - AES round keys, counter blocks, SHA-256 states and digests are big-endian words
+//!   (FIPS-197 / FIPS 180-4: `w = b0 << 24 | b1 << 16 | b2 << 8 | b3`).
+
+/// Work-group size of all three shaders (`local_size_x`).
+pub const LOCAL_SIZE: u32 = 256;
+/// Most work groups in one dispatch along x (the Vulkan minimum for maxComputeWorkGroupCount).
+pub const MAX_GROUPS: u32 = 65535;
+
+/// Splits `count` items (AES blocks or messages) into dispatches of at most `max_groups`
+/// workgroups (`1..=MAX_GROUPS`; [`MAX_GROUPS`] in production, smaller in tests): yields
+/// `(base, groups)` with `base` the push constant `block_base` / `msg_base` and `groups` the x
+/// group count (`1..=max_groups`). Nothing for `count == 0`.
+pub fn dispatches(count: u32, max_groups: u32) -> impl Iterator<Item = (u32, u32)> {
+    let max_groups = max_groups.clamp(1, MAX_GROUPS) as u64;
+    let per = max_groups * LOCAL_SIZE as u64;
+    let count = count as u64;
+    let n = count.div_ceil(per);
+    (0..n).map(move |k| {
+        let base = k * per;
+        let left = count - base;
+        let groups = left.div_ceil(LOCAL_SIZE as u64);
+        (base as u32, groups.min(max_groups) as u32)
+    })
+}
+
+// ---------------------------------------------------------------- byte packing
+
+/// Packs `bytes` little-endian into words, zero-padding the byte length up to a multiple of
+/// `pad_to` bytes (0 or 1: no padding beyond a whole word) and then to a whole word.
+/// Use `pad_to = 16` for `aes_ctr`'s Data and `4` for the SHA/HMAC Msgs buffer.
+/// An empty input gives an empty vector (a Vulkan buffer must still be >= 1 word).
+pub fn pack_le_words(bytes: &[u8], pad_to: usize) -> Vec<u32> {
+    let mut len = bytes.len();
+    if pad_to > 1 {
+        len = len.div_ceil(pad_to) * pad_to;
+    }
+    pack_le_parts(len.div_ceil(4), [(0, bytes)])
+}
+
+/// `nwords` words holding each `(byte offset, bytes)` part packed little-endian, zeros
+/// elsewhere. Panics if a part does not fit.
+pub(crate) fn pack_le_parts<'a>(nwords: usize, parts: impl IntoIterator<Item = (usize, &'a [u8])>) -> Vec<u32> {
+    let mut words = vec![0u32; nwords];
+    let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
+    for (offset, part) in parts {
+        bytes[offset..offset + part.len()].copy_from_slice(part);
+    }
+    // The bytes were written in memory order; as little-endian words that is a no-op on a
+    // little-endian host and a byte swap on a big-endian one.
+    for w in &mut words {
+        *w = u32::from_le(*w);
+    }
+    words
+}
+
+/// The first `len` bytes of little-endian packed `words` (the inverse of [`pack_le_words`]).
+/// Panics if `len > 4 * words.len()`.
+pub fn unpack_le_words(words: &[u32], len: usize) -> Vec<u8> {
+    assert!(len <= words.len() * 4, "unpack_le_words: {} bytes from {} words", len, words.len());
+    let mut out = Vec::with_capacity(words.len() * 4);
+    for w in words {
+        out.extend_from_slice(&w.to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// The 16-byte initial counter block as the push constants `ctr0..ctr3` (big-endian words).
+pub fn ctr_words(iv: &[u8; 16]) -> [u32; 4] {
+    let mut c = [0u32; 4];
+    for (k, w) in c.iter_mut().enumerate() {
+        *w = u32::from_be_bytes([iv[4 * k], iv[4 * k + 1], iv[4 * k + 2], iv[4 * k + 3]]);
+    }
+    c
+}
+
+/// The counter block `iv + blocks` (a 128-bit big-endian addition mod 2^128): the counter of
+/// block `blocks` of the CTR stream that starts at `iv`.
+pub fn ctr_add(iv: &[u8; 16], blocks: u64) -> [u8; 16] {
+    u128::from_be_bytes(*iv).wrapping_add(blocks as u128).to_be_bytes()
+}
+
+/// Digest bytes from the 8 big-endian words the SHA/HMAC shaders write per message.
+pub fn digest_bytes(words: &[u32]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    for (k, w) in words[..8].iter().enumerate() {
+        out[4 * k..4 * k + 4].copy_from_slice(&w.to_be_bytes());
+    }
+    out
+}
+
+// ---------------------------------------------------------------- AES key schedule
+
+const AES_SBOX: [u8; 256] = [
+    0x63, 0x7c, 0x77, 0x7b, 0xf2, 0x6b, 0x6f, 0xc5, 0x30, 0x01, 0x67, 0x2b, 0xfe, 0xd7, 0xab, 0x76, 0xca, 0x82, 0xc9,
+    0x7d, 0xfa, 0x59, 0x47, 0xf0, 0xad, 0xd4, 0xa2, 0xaf, 0x9c, 0xa4, 0x72, 0xc0, 0xb7, 0xfd, 0x93, 0x26, 0x36, 0x3f,
+    0xf7, 0xcc, 0x34, 0xa5, 0xe5, 0xf1, 0x71, 0xd8, 0x31, 0x15, 0x04, 0xc7, 0x23, 0xc3, 0x18, 0x96, 0x05, 0x9a, 0x07,
+    0x12, 0x80, 0xe2, 0xeb, 0x27, 0xb2, 0x75, 0x09, 0x83, 0x2c, 0x1a, 0x1b, 0x6e, 0x5a, 0xa0, 0x52, 0x3b, 0xd6, 0xb3,
+    0x29, 0xe3, 0x2f, 0x84, 0x53, 0xd1, 0x00, 0xed, 0x20, 0xfc, 0xb1, 0x5b, 0x6a, 0xcb, 0xbe, 0x39, 0x4a, 0x4c, 0x58,
+    0xcf, 0xd0, 0xef, 0xaa, 0xfb, 0x43, 0x4d, 0x33, 0x85, 0x45, 0xf9, 0x02, 0x7f, 0x50, 0x3c, 0x9f, 0xa8, 0x51, 0xa3,
+    0x40, 0x8f, 0x92, 0x9d, 0x38, 0xf5, 0xbc, 0xb6, 0xda, 0x21, 0x10, 0xff, 0xf3, 0xd2, 0xcd, 0x0c, 0x13, 0xec, 0x5f,
+    0x97, 0x44, 0x17, 0xc4, 0xa7, 0x7e, 0x3d, 0x64, 0x5d, 0x19, 0x73, 0x60, 0x81, 0x4f, 0xdc, 0x22, 0x2a, 0x90, 0x88,
+    0x46, 0xee, 0xb8, 0x14, 0xde, 0x5e, 0x0b, 0xdb, 0xe0, 0x32, 0x3a, 0x0a, 0x49, 0x06, 0x24, 0x5c, 0xc2, 0xd3, 0xac,
+    0x62, 0x91, 0x95, 0xe4, 0x79, 0xe7, 0xc8, 0x37, 0x6d, 0x8d, 0xd5, 0x4e, 0xa9, 0x6c, 0x56, 0xf4, 0xea, 0x65, 0x7a,
+    0xae, 0x08, 0xba, 0x78, 0x25, 0x2e, 0x1c, 0xa6, 0xb4, 0xc6, 0xe8, 0xdd, 0x74, 0x1f, 0x4b, 0xbd, 0x8b, 0x8a, 0x70,
+    0x3e, 0xb5, 0x66, 0x48, 0x03, 0xf6, 0x0e, 0x61, 0x35, 0x57, 0xb9, 0x86, 0xc1, 0x1d, 0x9e, 0xe1, 0xf8, 0x98, 0x11,
+    0x69, 0xd9, 0x8e, 0x94, 0x9b, 0x1e, 0x87, 0xe9, 0xce, 0x55, 0x28, 0xdf, 0x8c, 0xa1, 0x89, 0x0d, 0xbf, 0xe6, 0x42,
+    0x68, 0x41, 0x99, 0x2d, 0x0f, 0xb0, 0x54, 0xbb, 0x16,
+];
+
+fn sub_word(w: u32) -> u32 {
+    let b = w.to_be_bytes();
+    u32::from_be_bytes([
+        AES_SBOX[b[0] as usize],
+        AES_SBOX[b[1] as usize],
+        AES_SBOX[b[2] as usize],
+        AES_SBOX[b[3] as usize],
+    ])
+}
+
+/// FIPS-197 key expansion. Returns `(nr, w)` with `nr` = 10/12/14 for a 16/24/32-byte key and
+/// `w` the `4 * (nr + 1)` schedule words in FIPS-197 `w[i]` order (big-endian words): upload
+/// `w` as `aes_ctr`'s binding 0 and push `nr`. `None` for any other key length.
+pub fn aes_expand_key(key: &[u8]) -> Option<(u32, Vec<u32>)> {
+    let nk = match key.len() {
+        16 | 24 | 32 => key.len() / 4,
+        _ => return None,
+    };
+    let nr = nk + 6;
+    let total = 4 * (nr + 1);
+    let mut w = Vec::with_capacity(total);
+    for i in 0..nk {
+        w.push(u32::from_be_bytes([key[4 * i], key[4 * i + 1], key[4 * i + 2], key[4 * i + 3]]));
+    }
+    let mut rcon: u32 = 0x01;
+    for i in nk..total {
+        let mut t = w[i - 1];
+        if i % nk == 0 {
+            t = sub_word(t.rotate_left(8)) ^ (rcon << 24);
+            rcon = (rcon << 1) ^ if rcon & 0x80 != 0 { 0x11b } else { 0 };
+        } else if nk > 6 && i % nk == 4 {
+            t = sub_word(t);
+        }
+        w.push(w[i - nk] ^ t);
+    }
+    Some((nr as u32, w))
+}
+
+// ---------------------------------------------------------------- SHA-256 / HMAC
+
+/// SHA-256 round constants.
+pub const SHA256_K: [u32; 64] = [
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
+    0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+    0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
+    0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+    0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
+    0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+    0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+    0xc67178f2,
+];
+
+/// SHA-256 initial state.
+pub const SHA256_IV: [u32; 8] =
+    [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
+
+/// The SHA-256 compression function on one 64-byte block.
+pub fn sha256_compress(h: &mut [u32; 8], block: &[u8; 64]) {
+    let mut w = [0u32; 64];
+    for (wi, b) in w.iter_mut().zip(block.chunks_exact(4)) {
+        *wi = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    }
+    for i in 16..64 {
+        let s0 = w[i - 15].rotate_right(7) ^ w[i - 15].rotate_right(18) ^ (w[i - 15] >> 3);
+        let s1 = w[i - 2].rotate_right(17) ^ w[i - 2].rotate_right(19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16].wrapping_add(s0).wrapping_add(w[i - 7]).wrapping_add(s1);
+    }
+    let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut hh] = *h;
+    for (k, wi) in SHA256_K.iter().zip(w) {
+        let s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
+        let ch = (e & f) ^ (!e & g);
+        let t1 = hh.wrapping_add(s1).wrapping_add(ch).wrapping_add(*k).wrapping_add(wi);
+        let s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
+        let maj = (a & b) ^ (a & c) ^ (b & c);
+        let t2 = s0.wrapping_add(maj);
+        hh = g;
+        g = f;
+        f = e;
+        e = d.wrapping_add(t1);
+        d = c;
+        c = b;
+        b = a;
+        a = t1.wrapping_add(t2);
+    }
+    for (x, y) in h.iter_mut().zip([a, b, c, d, e, f, g, hh]) {
+        *x = x.wrapping_add(y);
+    }
+}
+
+/// Continues a SHA-256 state `h` that has absorbed `prefix_len` bytes (a multiple of 64) over
+/// `data`, pads for a total of `prefix_len + data.len()` bytes and returns the digest bytes.
+/// (The CPU twin of the shaders' `sha256_absorb_final`.)
+pub fn sha256_finish(mut h: [u32; 8], prefix_len: u64, data: &[u8]) -> [u8; 32] {
+    let mut chunks = data.chunks_exact(64);
+    for block in &mut chunks {
+        sha256_compress(&mut h, block.try_into().unwrap());
+    }
+    let rest = chunks.remainder();
+    let mut tail = [0u8; 128];
+    tail[..rest.len()].copy_from_slice(rest);
+    tail[rest.len()] = 0x80;
+    let n = if rest.len() < 56 { 64 } else { 128 };
+    let bits = (prefix_len + data.len() as u64) * 8;
+    tail[n - 8..n].copy_from_slice(&bits.to_be_bytes());
+    for block in tail[..n].chunks_exact(64) {
+        sha256_compress(&mut h, block.try_into().unwrap());
+    }
+    let mut out = [0u8; 32];
+    for (k, w) in h.iter().enumerate() {
+        out[4 * k..4 * k + 4].copy_from_slice(&w.to_be_bytes());
+    }
+    out
+}
+
+/// SHA-256 of `data` on the CPU.
+pub fn sha256(data: &[u8]) -> [u8; 32] {
+    sha256_finish(SHA256_IV, 0, data)
+}
+
+/// HMAC-SHA256 midstates for `hmac_sha256_batch`'s push constants: `(inner, outer)` = the
+/// SHA-256 state after compressing the single block `K' ^ ipad` resp. `K' ^ opad`, where `K'` is
+/// the key (or SHA-256(key) if the key is longer than 64 bytes) zero-padded to 64 bytes.
+pub fn hmac_midstates(key: &[u8]) -> ([u32; 8], [u32; 8]) {
+    let mut k = [0u8; 64];
+    if key.len() > 64 {
+        k[..32].copy_from_slice(&sha256(key));
+    } else {
+        k[..key.len()].copy_from_slice(key);
+    }
+    let ipad = k.map(|b| b ^ 0x36);
+    let opad = k.map(|b| b ^ 0x5c);
+    let mut inner = SHA256_IV;
+    sha256_compress(&mut inner, &ipad);
+    let mut outer = SHA256_IV;
+    sha256_compress(&mut outer, &opad);
+    (inner, outer)
+}
+
+/// HMAC-SHA256 on the CPU from midstates (what the shader computes per message).
+#[cfg(test)]
+pub fn hmac_sha256_from_midstates(inner: [u32; 8], outer: [u32; 8], msg: &[u8]) -> [u8; 32] {
+    let ih = sha256_finish(inner, 64, msg);
+    sha256_finish(outer, 64, &ih)
+}
+
+/// HMAC-SHA256 on the CPU.
+#[cfg(test)]
+pub fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
+    let (inner, outer) = hmac_midstates(key);
+    hmac_sha256_from_midstates(inner, outer, msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{:02x}", x)).collect()
+    }
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    }
+
+    #[test]
+    fn key_expansion_fips197_a1() {
+        let (nr, w) = aes_expand_key(&unhex("2b7e151628aed2a6abf7158809cf4f3c")).unwrap();
+        assert_eq!(nr, 10);
+        assert_eq!(w.len(), 44);
+        assert_eq!(&w[..4], &[0x2b7e1516, 0x28aed2a6, 0xabf71588, 0x09cf4f3c]);
+        assert_eq!(w[4], 0xa0fafe17); // FIPS-197 A.1, i = 4
+        assert_eq!(&w[40..44], &[0xd014f9a8, 0xc9ee2589, 0xe13f0cc8, 0xb6630ca6]);
+    }
+
+    #[test]
+    fn key_expansion_192_256() {
+        // FIPS-197 A.2 and A.3: last words of the schedule.
+        let (nr, w) = aes_expand_key(&unhex("8e73b0f7da0e6452c810f32b809079e562f8ead2522c6b7b")).unwrap();
+        assert_eq!((nr, w.len()), (12, 52));
+        assert_eq!(&w[48..52], &[0xe98ba06f, 0x448c773c, 0x8ecc7204, 0x01002202]);
+        let (nr, w) =
+            aes_expand_key(&unhex("603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4")).unwrap();
+        assert_eq!((nr, w.len()), (14, 60));
+        assert_eq!(&w[56..60], &[0xfe4890d1, 0xe6188d0b, 0x046df344, 0x706c631e]);
+        assert!(aes_expand_key(&[0u8; 15]).is_none());
+        assert!(aes_expand_key(&[0u8; 20]).is_none());
+        assert!(aes_expand_key(&[]).is_none());
+    }
+
+    #[test]
+    fn sha256_known() {
+        assert_eq!(hex(&sha256(b"abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(hex(&sha256(b"")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!(
+            hex(&sha256(b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+        );
+    }
+
+    #[test]
+    fn hmac_rfc4231() {
+        // Test case 1.
+        let (inner, outer) = hmac_midstates(&[0x0b; 20]);
+        assert_eq!(inner[0], 0x2bb21804);
+        assert_eq!(outer[7], 0x10234b40);
+        assert_eq!(
+            hex(&hmac_sha256_from_midstates(inner, outer, b"Hi There")),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"
+        );
+        // Test case 2 (short key).
+        assert_eq!(
+            hex(&hmac_sha256(b"Jefe", b"what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        // Test case 6 (131-byte key, hashed first).
+        assert_eq!(
+            hex(&hmac_sha256(&[0xaa; 131], b"Test Using Larger Than Block-Size Key - Hash Key First")),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+        );
+    }
+
+    #[test]
+    fn packing() {
+        let b: Vec<u8> = (1..=7).collect();
+        let w = pack_le_words(&b, 4);
+        assert_eq!(w, vec![0x04030201, 0x00070605]);
+        assert_eq!(unpack_le_words(&w, 7), b);
+        assert_eq!(pack_le_words(&b, 16).len(), 4);
+        assert_eq!(pack_le_words(&[0u8; 16], 16).len(), 4);
+        assert_eq!(pack_le_words(&[0u8; 17], 16).len(), 8);
+        assert!(pack_le_words(&[], 16).is_empty());
+        assert_eq!(ctr_words(&[0xf0, 0xf1, 0xf2, 0xf3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15])[0], 0xf0f1f2f3);
+        assert_eq!(digest_bytes(&[0x01020304, 0, 0, 0, 0, 0, 0, 0x0a0b0c0d])[..4], [1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn dispatch_split() {
+        let d = |count| dispatches(count, MAX_GROUPS).collect::<Vec<_>>();
+        assert_eq!(d(0), vec![]);
+        assert_eq!(d(1), vec![(0, 1)]);
+        assert_eq!(d(257), vec![(0, 2)]);
+        let per = MAX_GROUPS * LOCAL_SIZE;
+        assert_eq!(d(per), vec![(0, MAX_GROUPS)]);
+        assert_eq!(d(per + 1), vec![(0, MAX_GROUPS), (per, 1)]);
+        assert_eq!(d(u32::MAX).last().unwrap().0, 256 * per);
+        // The last dispatch never runs past u32::MAX invocations (no wrap of block_base + id).
+        let (base, groups) = *d(u32::MAX).last().unwrap();
+        assert!(base as u64 + groups as u64 * LOCAL_SIZE as u64 - 1 <= u32::MAX as u64);
+        // A smaller cap (as the tests use to force splitting); 0 is treated as 1.
+        assert_eq!(dispatches(1000, 2).collect::<Vec<_>>(), vec![(0, 2), (512, 2)]);
+        assert_eq!(dispatches(513, 0).collect::<Vec<_>>(), vec![(0, 1), (256, 1), (512, 1)]);
+    }
+
+    #[test]
+    fn counter_addition_carries_and_wraps() {
+        assert_eq!(ctr_add(&[0; 16], 1)[15], 1);
+        let mut iv = [0u8; 16];
+        iv[12..].copy_from_slice(&[0xff; 4]);
+        let c = ctr_add(&iv, 1);
+        assert_eq!(&c[11..], &[1, 0, 0, 0, 0]);
+        assert_eq!(ctr_add(&[0xff; 16], 2), {
+            let mut one = [0u8; 16];
+            one[15] = 1;
+            one
+        });
+    }
+}
