@@ -560,11 +560,10 @@ impl CommandList {
         match device.shared.wait(value, None) {
             Ok(_) => Ok(value),
             Err(e) => {
-                if !e.is_device_lost() {
-                    // The GPU may still use the resources: leak them rather than destroy them
-                    // in use. (After device loss, destroying them is allowed.)
-                    std::mem::forget(self);
-                }
+                // The GPU may still use the resources: leak them rather than destroy them in
+                // use. That holds after device loss too: lavapipe's queue thread finishes the
+                // command buffer it is running, and freeing under it corrupts memory.
+                std::mem::forget(self);
                 Err(e)
             }
         }
