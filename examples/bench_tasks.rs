@@ -20,9 +20,7 @@ use ash::vk;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
-use vkasync::{
-    kernels, Buffer, CommandList, Ctx, Device, Error, Executor, Kernel, MemoryKind, Recorder, WaitPolicy,
-};
+use vkasync::{kernels, Buffer, CommandList, Ctx, Device, Error, Executor, Kernel, MemoryKind, Recorder, WaitPolicy};
 
 /// Counts live heap bytes and their peak, for the host memory per in-flight task.
 struct Counting;
@@ -90,7 +88,14 @@ fn groups(n: usize) -> [u32; 3] {
     [n.div_ceil(64) as u32, 1, 1]
 }
 
-async fn task(ctx: Ctx, mix: Kernel, t: usize, n: usize, k: u32, want: std::rc::Rc<Vec<Vec<u32>>>) -> Result<(), Error> {
+async fn task(
+    ctx: Ctx,
+    mix: Kernel,
+    t: usize,
+    n: usize,
+    k: u32,
+    want: std::rc::Rc<Vec<Vec<u32>>>,
+) -> Result<(), Error> {
     let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
     ctx.upload(&buf, &input(t, n))?;
     ctx.dispatch(&mix, groups(n), &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
@@ -99,7 +104,14 @@ async fn task(ctx: Ctx, mix: Kernel, t: usize, n: usize, k: u32, want: std::rc::
     Ok(())
 }
 
-fn run_sequential(device: &Device, mix: &Kernel, tasks: usize, n: usize, k: u32, want: &[Vec<u32>]) -> Result<(), Error> {
+fn run_sequential(
+    device: &Device,
+    mix: &Kernel,
+    tasks: usize,
+    n: usize,
+    k: u32,
+    want: &[Vec<u32>],
+) -> Result<(), Error> {
     for (t, want) in want.iter().enumerate().take(tasks) {
         let buf = Buffer::<u32>::new(device, n, MemoryKind::Device)?;
         let mut cmds = CommandList::new(device);
@@ -112,8 +124,16 @@ fn run_sequential(device: &Device, mix: &Kernel, tasks: usize, n: usize, k: u32,
     Ok(())
 }
 
-fn run_executor(exec: &Executor, mix: &Kernel, tasks: usize, n: usize, k: u32, want: &std::rc::Rc<Vec<Vec<u32>>>) -> Result<(), Error> {
-    let handles: Vec<_> = (0..tasks).map(|t| exec.spawn(task(exec.context(), mix.clone(), t, n, k, want.clone()))).collect();
+fn run_executor(
+    exec: &Executor,
+    mix: &Kernel,
+    tasks: usize,
+    n: usize,
+    k: u32,
+    want: &std::rc::Rc<Vec<Vec<u32>>>,
+) -> Result<(), Error> {
+    let handles: Vec<_> =
+        (0..tasks).map(|t| exec.spawn(task(exec.context(), mix.clone(), t, n, k, want.clone()))).collect();
     exec.run();
     for h in handles {
         h.join().expect("task panicked")?;
@@ -203,7 +223,13 @@ impl RawBatch {
                     .dst_binding(0)
                     .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
                     .buffer_info(&info)];
-                device.ash_push_descriptor().cmd_push_descriptor_set(self.cmd, vk::PipelineBindPoint::COMPUTE, layout, 0, &write);
+                device.ash_push_descriptor().cmd_push_descriptor_set(
+                    self.cmd,
+                    vk::PipelineBindPoint::COMPUTE,
+                    layout,
+                    0,
+                    &write,
+                );
                 let g = groups(n);
                 d.cmd_dispatch(self.cmd, g[0], g[1], g[2]);
             }

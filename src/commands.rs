@@ -33,8 +33,22 @@ use std::sync::Arc;
 
 /// One recorded command.
 pub(crate) enum Op {
-    Copy { src: Arc<RawBuffer>, dst: Arc<RawBuffer>, region: vk::BufferCopy },
-    Dispatch { kernel: Arc<RawKernel>, groups: [u32; 3], args: SmallVec<[Arg; 4]>, push: SmallVec<[u8; 64]> },
+    Copy {
+        src: Arc<RawBuffer>,
+        dst: Arc<RawBuffer>,
+        region: vk::BufferCopy,
+    },
+    Dispatch {
+        kernel: Arc<RawKernel>,
+        groups: [u32; 3],
+        args: SmallVec<[Arg; 4]>,
+        push: SmallVec<[u8; 64]>,
+    },
+    /// A GPU timestamp: a fence among the recorded ops (see `encode`).
+    Timestamp {
+        pool: Arc<crate::timestamps::RawQueryPool>,
+        index: u32,
+    },
 }
 
 impl Op {
@@ -50,6 +64,7 @@ impl Op {
                     f(&arg.buffer, !info.read_only);
                 }
             }
+            Op::Timestamp { .. } => {}
         }
     }
 }
@@ -286,6 +301,18 @@ impl Recording {
         Ok(())
     }
 
+    /// Records a timestamp.
+    pub fn write_timestamp(&mut self, ts: &crate::Timestamps, index: u32) -> Result<()> {
+        if !Arc::ptr_eq(&self.device.shared, &ts.raw.device.shared) {
+            return Err(Error::InvalidArgument("timestamps belong to another device".into()));
+        }
+        if index >= ts.raw.count {
+            return Err(Error::InvalidArgument(format!("timestamp {index} of a pool of {}", ts.raw.count)));
+        }
+        self.ops.push(Op::Timestamp { pool: ts.raw.clone(), index });
+        Ok(())
+    }
+
     /// Arranges for `src`'s contents, as this recording leaves them, to be readable on the host
     /// once the recording completes.
     pub fn read_back<T: Pod>(&mut self, src: &Buffer<T>) -> Result<Readback<T>> {
@@ -314,8 +341,19 @@ impl Recording {
         let mut state: HashMap<u64, (Option<u32>, Option<u32>)> = HashMap::with_capacity(self.ops.len() * 2);
         let mut phases: Vec<u32> = Vec::with_capacity(self.ops.len());
         let mut leading = false;
+        // Timestamps are fences: they take a phase after every op before them, and every op
+        // after them goes in a later phase.
+        let mut floor = 0;
+        let mut highest: Option<u32> = None;
         for op in &self.ops {
-            let mut phase = 0;
+            if let Op::Timestamp { .. } = op {
+                let phase = highest.map_or(floor, |h| (h + 1).max(floor));
+                phases.push(phase);
+                highest = Some(phase);
+                floor = phase + 1;
+                continue;
+            }
+            let mut phase = floor;
             op.for_each_buffer(|b, write| {
                 leading |= b.last_use.load(Ordering::SeqCst) > 0;
                 let (w, r) = state.get(&b.id).copied().unwrap_or((None, None));
@@ -337,6 +375,7 @@ impl Recording {
                 }
             });
             phases.push(phase);
+            highest = Some(highest.map_or(phase, |h| h.max(phase)));
         }
         let mut order: Vec<usize> = (0..self.ops.len()).collect();
         order.sort_by_key(|&i| phases[i]);
@@ -405,6 +444,11 @@ impl Recording {
                         }
                         d.cmd_dispatch(cmd, groups[0], groups[1], groups[2]);
                     }
+                }
+                Op::Timestamp { pool, index } => {
+                    // SAFETY: the pool is live (held by the op), was reset on the host, and the
+                    // index was checked when recorded.
+                    unsafe { d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool.pool, *index) };
                 }
             }
         }
@@ -619,6 +663,9 @@ pub trait Recorder {
     /// Arranges for `src`'s contents, as the recorded work leaves them, to be readable on the
     /// host once that work completes.
     fn read_back<T: Pod>(&mut self, src: &Buffer<T>) -> Result<Readback<T>>;
+    /// Records a GPU timestamp at `index` of `ts`: written once everything recorded before it
+    /// completes; nothing recorded after it starts earlier.
+    fn write_timestamp(&mut self, ts: &crate::Timestamps, index: u32) -> Result<()>;
 
     /// Uploads `data` into the start of `dst`.
     fn upload<T: Pod>(&mut self, dst: &Buffer<T>, data: &[T]) -> Result<()> {
@@ -655,6 +702,9 @@ impl Recorder for CommandList {
     }
     fn read_back<T: Pod>(&mut self, src: &Buffer<T>) -> Result<Readback<T>> {
         self.rec.read_back(src)
+    }
+    fn write_timestamp(&mut self, ts: &crate::Timestamps, index: u32) -> Result<()> {
+        self.rec.write_timestamp(ts, index)
     }
 }
 

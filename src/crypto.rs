@@ -351,6 +351,65 @@ impl Crypto {
         })
     }
 
+    // ------------------------------------------------------------------ async, inside executor tasks
+
+    /// AES-CTR of `data` inside an executor task: records the work and awaits it. The GPU work
+    /// goes out with the other tasks' work in the executor's next flush.
+    ///
+    /// ```no_run
+    /// # use vkasync::{crypto::Crypto, Device, Executor};
+    /// let device = Device::new()?;
+    /// let crypto = Crypto::new(&device)?;
+    /// let exec = Executor::new(&device)?;
+    /// let ctx = exec.context();
+    /// let ct = exec.block_on(async move { crypto.aes_ctr(&ctx, &[7u8; 32], &[0u8; 16], b"attack at dawn").await })?;
+    /// assert_eq!(ct.len(), 14);
+    /// # Ok::<(), vkasync::Error>(())
+    /// ```
+    pub async fn aes_ctr(&self, ctx: &crate::Ctx, key: &[u8], iv: &[u8; 16], data: &[u8]) -> Result<Vec<u8>> {
+        let key = AesKey::new(key)?;
+        let pending = self.prepare_aes_ctr(&mut ctx.clone(), &key, iv, data)?;
+        ctx.synchronize().await?;
+        pending.finish()
+    }
+
+    /// SHA-256 of each message inside an executor task.
+    pub async fn sha256_many<M: AsRef<[u8]>>(&self, ctx: &crate::Ctx, messages: &[M]) -> Result<Vec<[u8; 32]>> {
+        let pending = self.prepare_sha256_many(&mut ctx.clone(), messages)?;
+        ctx.synchronize().await?;
+        pending.finish()
+    }
+
+    /// HMAC-SHA256 of each message under `key` inside an executor task.
+    pub async fn hmac_sha256_many<M: AsRef<[u8]>>(
+        &self,
+        ctx: &crate::Ctx,
+        key: &[u8],
+        messages: &[M],
+    ) -> Result<Vec<[u8; 32]>> {
+        let key = HmacKey::new(key);
+        let pending = self.prepare_hmac_sha256_many(&mut ctx.clone(), &key, messages)?;
+        ctx.synchronize().await?;
+        pending.finish()
+    }
+
+    /// Encrypt-then-MAC of each record inside an executor task (no host round trip between the
+    /// two kernels).
+    pub async fn encrypt_then_mac<M: AsRef<[u8]>>(
+        &self,
+        ctx: &crate::Ctx,
+        aes_key: &[u8],
+        mac_key: &[u8],
+        iv: &[u8; 16],
+        records: &[M],
+    ) -> Result<Vec<SealedRecord>> {
+        let aes_key = AesKey::new(aes_key)?;
+        let mac_key = HmacKey::new(mac_key);
+        let pending = self.prepare_encrypt_then_mac(&mut ctx.clone(), &aes_key, &mac_key, iv, records)?;
+        ctx.synchronize().await?;
+        pending.finish()
+    }
+
     // ------------------------------------------------------------------ blocking conveniences
 
     /// AES-CTR of `data` under `key` (16, 24 or 32 bytes) from counter block `iv`, on the GPU,

@@ -37,6 +37,10 @@ pub struct Limits {
     pub timestamp_period_ns: f32,
     /// `minStorageBufferOffsetAlignment`, in bytes.
     pub min_storage_buffer_offset_alignment: u64,
+    /// `maxComputeSharedMemorySize`, in bytes.
+    pub max_compute_shared_memory_size: u32,
+    /// Whether GPU timestamps can be written and reset from the host on the queue in use.
+    pub timestamps: bool,
 }
 
 /// Chooses and opens a device. [`Device::new`] is `DeviceBuilder::new().build()`.
@@ -200,10 +204,22 @@ impl Device {
             max_buffer_size: maint3.max_memory_allocation_size.min(largest_heap),
             timestamp_period_ns: props.limits.timestamp_period,
             min_storage_buffer_offset_alignment: props.limits.min_storage_buffer_offset_alignment,
+            max_compute_shared_memory_size: props.limits.max_compute_shared_memory_size,
+            timestamps: false,
         };
 
-        let mut f12 =
-            vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true).buffer_device_address(false);
+        let mut supported12 = vk::PhysicalDeviceVulkan12Features::default();
+        let mut features2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut supported12);
+        // SAFETY: as above (a 1.2 device, so the Vulkan12Features chain is valid).
+        unsafe { instance.get_physical_device_features2(physical, &mut features2) };
+        let host_query_reset = supported12.host_query_reset == vk::TRUE;
+        let timestamps = host_query_reset
+            && props.limits.timestamp_compute_and_graphics == vk::TRUE
+            && info.queue_families[family as usize].timestamp_valid_bits > 0;
+        let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
+            .timeline_semaphore(true)
+            .host_query_reset(host_query_reset)
+            .buffer_device_address(false);
         let priorities = [1.0f32];
         let queue_info =
             [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
@@ -251,6 +267,7 @@ impl Device {
             }
         };
         let push_descriptor = ash::khr::push_descriptor::Device::new(instance, &device);
+        let limits = Limits { timestamps, ..limits };
         std::mem::forget(guard);
         log::info!("vkasync: opened {} (queue family {family}, unified memory: {unified_memory})", info.name);
         Ok(Device {

@@ -45,6 +45,7 @@ pub mod executor;
 mod instance;
 mod kernel;
 mod spirv;
+mod timestamps;
 
 pub use buffer::{Buffer, MemoryKind};
 pub use commands::{CommandList, Readback, Recorder};
@@ -54,6 +55,7 @@ pub use executor::{Ctx, Executor, ExecutorBuilder, JoinError, JoinHandle, Stats,
 pub use instance::{adapters, AdapterInfo, DeviceSelector, DeviceType, QueueFamilyInfo};
 pub use kernel::{Arg, Kernel, KernelSource};
 pub use spirv::{BindingInfo, BindingKind, Reflection};
+pub use timestamps::Timestamps;
 
 /// Kernels compiled from `shaders/*.comp` at build time, one constant per shader
 /// (e.g. [`kernels::MIX`] from `shaders/mix.comp`).

@@ -553,3 +553,41 @@ fn helpers_follow_the_documented_byte_order() {
     assert_eq!(ctr_add(&[0xff; 16], 1), [0; 16]);
     assert_eq!(ctr_add(&iv("000000000000000000000000ffffffff"), 1), iv("00000000000000000000000100000000"));
 }
+
+#[test]
+fn async_functions_run_as_concurrent_tasks_with_one_submit() {
+    use aes::cipher::{KeyIvInit, StreamCipher};
+    use sha2::Digest;
+    let device = common::device();
+    let crypto = vkasync::crypto::Crypto::new(&device).unwrap();
+    let exec = vkasync::Executor::new(&device).unwrap();
+    let key = [0x42u8; 32];
+    let iv = [0xfeu8; 16];
+    let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7) as u8).collect();
+    let records: Vec<Vec<u8>> = (0..50).map(|i| vec![i as u8; i * 3]).collect();
+    let (c1, ctx1, d1) = (crypto.clone(), exec.context(), data.clone());
+    let enc = exec.spawn(async move { c1.aes_ctr(&ctx1, &key, &iv, &d1).await });
+    let (c2, ctx2, r2) = (crypto.clone(), exec.context(), records.clone());
+    let hash = exec.spawn(async move { c2.sha256_many(&ctx2, &r2).await });
+    let (c3, ctx3, r3) = (crypto.clone(), exec.context(), records.clone());
+    let mac = exec.spawn(async move { c3.hmac_sha256_many(&ctx3, b"key", &r3).await });
+    exec.run();
+    let mut want = data.clone();
+    ctr::Ctr128BE::<aes::Aes256>::new(&key.into(), &iv.into()).apply_keystream(&mut want);
+    assert_eq!(enc.join().unwrap().unwrap(), want);
+    let digests = hash.join().unwrap().unwrap();
+    for (r, d) in records.iter().zip(&digests) {
+        assert_eq!(d[..], sha2::Sha256::digest(r)[..]);
+    }
+    let macs = mac.join().unwrap().unwrap();
+    for (r, m) in records.iter().zip(&macs) {
+        use hmac::Mac;
+        let mut h = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"key").unwrap();
+        h.update(r);
+        assert_eq!(m[..], h.finalize().into_bytes()[..]);
+    }
+    let s = exec.stats();
+    assert_eq!((s.await_points, s.submits, s.host_waits), (3, 1, 1), "{s}");
+    drop((exec, crypto));
+    common::finish(device);
+}

@@ -261,3 +261,30 @@ fn resources_only_the_list_holds_live_until_the_wait_returns() {
     drop(out);
     finish(device);
 }
+
+#[test]
+fn timestamps_measure_gpu_time() {
+    let device = device();
+    let kernel = Kernel::new(&device, &kernels::MIX).unwrap();
+    let ts = vkasync::Timestamps::new(&device, 4).unwrap();
+    let n = 1 << 16;
+    let buf = Buffer::<u32>::new(&device, n, MemoryKind::Device).unwrap();
+    let mut cmds = CommandList::new(&device);
+    cmds.write_timestamp(&ts, 0).unwrap();
+    cmds.dispatch(&kernel, [kernel.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 1]))
+        .unwrap();
+    cmds.write_timestamp(&ts, 1).unwrap();
+    cmds.dispatch(&kernel, [kernel.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 500]))
+        .unwrap();
+    cmds.write_timestamp(&ts, 2).unwrap();
+    assert!(matches!(cmds.write_timestamp(&ts, 4).unwrap_err(), Error::InvalidArgument(_)));
+    assert_eq!(ts.ticks().unwrap_err(), Error::NotReady);
+    cmds.submit_and_wait().unwrap();
+    assert_eq!(ts.ticks().unwrap_err(), Error::NotReady, "index 3 was never written");
+    let short = ts.elapsed_ns(0, 1).unwrap();
+    let long = ts.elapsed_ns(1, 2).unwrap();
+    assert!(short > 0.0 && long > short, "K=500 should take longer than K=1: {short} ns vs {long} ns");
+    ts.reset();
+    drop((kernel, buf, ts));
+    finish(device);
+}

@@ -100,6 +100,11 @@ impl Ctx {
         self.record(|r| r.read_back(src))
     }
 
+    /// Records a GPU timestamp (see [`Recorder::write_timestamp`]).
+    pub fn write_timestamp(&self, ts: &crate::Timestamps, index: u32) -> Result<()> {
+        self.record(|r| r.write_timestamp(ts, index))
+    }
+
     /// Resolves once every command this context recorded before the call has completed on the
     /// GPU. Resolves at once if it recorded nothing (or all of it is known complete).
     pub fn synchronize(&self) -> Synchronize {
@@ -156,5 +161,8 @@ impl Recorder for Ctx {
     }
     fn read_back<T: Pod>(&mut self, src: &Buffer<T>) -> Result<Readback<T>> {
         Ctx::read_back(self, src)
+    }
+    fn write_timestamp(&mut self, ts: &crate::Timestamps, index: u32) -> Result<()> {
+        Ctx::write_timestamp(self, ts, index)
     }
 }
