@@ -13,4 +13,6 @@ example: deps
 test: deps
 	@echo "vkasync: running the test suite on the Vulkan device with validation (VKASYNC_VALIDATION=1)"
 	VKASYNC_VALIDATION=1 cargo test --all-targets
+	@echo "vkasync: again, driving the device as a discrete GPU (staging copies for every upload and read-back)"
+	VKASYNC_VALIDATION=1 VKASYNC_TEST_ALWAYS_STAGE=1 cargo test --tests
 	VKASYNC_VALIDATION=1 cargo test --doc

@@ -204,8 +204,9 @@ impl RawBatch {
             );
             if !unified {
                 for (s, b) in staging.iter().zip(&bufs) {
-                    let region = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: bytes };
-                    d.cmd_copy_buffer(self.cmd, s.raw_handle(), b.raw_handle(), &[region]);
+                    let ((sb, so), (db, doff)) = (s.raw_handle(), b.raw_handle());
+                    let region = vk::BufferCopy { src_offset: so, dst_offset: doff, size: bytes };
+                    d.cmd_copy_buffer(self.cmd, sb, db, &[region]);
                 }
                 barrier(
                     vk::PipelineStageFlags::TRANSFER,
@@ -218,7 +219,8 @@ impl RawBatch {
             let push = [n as u32, k];
             d.cmd_push_constants(self.cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, bytemuck::bytes_of(&push));
             for b in &bufs {
-                let info = [vk::DescriptorBufferInfo { buffer: b.raw_handle(), offset: 0, range: vk::WHOLE_SIZE }];
+                let (buffer, offset) = b.raw_handle();
+                let info = [vk::DescriptorBufferInfo { buffer, offset, range: bytes }];
                 let write = [vk::WriteDescriptorSet::default()
                     .dst_binding(0)
                     .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
@@ -241,8 +243,9 @@ impl RawBatch {
                     vk::AccessFlags::TRANSFER_READ,
                 );
                 for (b, r) in bufs.iter().zip(&readback) {
-                    let region = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: bytes };
-                    d.cmd_copy_buffer(self.cmd, b.raw_handle(), r.raw_handle(), &[region]);
+                    let ((sb, so), (db, doff)) = (b.raw_handle(), r.raw_handle());
+                    let region = vk::BufferCopy { src_offset: so, dst_offset: doff, size: bytes };
+                    d.cmd_copy_buffer(self.cmd, sb, db, &[region]);
                 }
             }
             barrier(

@@ -6,14 +6,14 @@
 //! the last user (a retired submission) lets go. Nothing blocks in `Drop`.
 
 use crate::device::{Device, DeviceShared};
-use crate::error::{map_alloc, map_oom, Error, Result};
+use crate::error::{Error, Result};
+use crate::pool::{Block, Chunk, Pool};
 use ash::vk;
 use bytemuck::Pod;
-use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 use gpu_allocator::MemoryLocation;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Where a buffer lives, which decides how the host reaches it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -27,7 +27,7 @@ pub enum MemoryKind {
 }
 
 impl MemoryKind {
-    fn location(self) -> MemoryLocation {
+    pub(crate) fn location(self) -> MemoryLocation {
         match self {
             MemoryKind::Device => MemoryLocation::GpuOnly,
             MemoryKind::Upload => MemoryLocation::CpuToGpu,
@@ -36,12 +36,22 @@ impl MemoryKind {
     }
 }
 
-/// The untyped buffer shared by a [`Buffer`] and the commands that use it.
+/// Where a buffer's bytes live: a chunk of a pooled block, or a block of its own.
+enum Backing {
+    Pooled(Chunk),
+    Dedicated(Option<Block>),
+}
+
+/// The untyped buffer shared by a [`Buffer`] and the commands that use it: a range of a
+/// `VkBuffer`.
 pub(crate) struct RawBuffer {
     pub device: Device,
+    /// The `VkBuffer` this buffer is a range of.
     pub buffer: vk::Buffer,
-    allocation: Mutex<Option<Allocation>>,
-    /// Host pointer to the start of the buffer, when its memory is host-visible.
+    /// Where the range starts in `buffer`.
+    pub offset: u64,
+    backing: Backing,
+    /// Host pointer to the start of the range, when its memory is host-visible.
     mapped: Option<std::ptr::NonNull<u8>>,
     pub size: u64,
     pub kind: MemoryKind,
@@ -53,16 +63,16 @@ pub(crate) struct RawBuffer {
     pub last_use: AtomicU64,
 }
 
-// SAFETY: the mapped pointer refers to memory owned by this object's allocation, which lives as
-// long as the object. Host access through it is only done by `read_into`/`write_from`, which
-// check that the GPU is not using the buffer (`is_idle`), and through `&mut`/`&` borrows that
-// follow Rust's aliasing rules for the host side.
+// SAFETY: the mapped pointer refers to memory owned by this object's backing, which lives as
+// long as the object (a pooled chunk is not handed out again before this object drops). Host
+// access through it is only done by `read_bytes`/`write_bytes`, whose callers check that the GPU
+// is not using the buffer (`is_idle`).
 unsafe impl Send for RawBuffer {}
-// SAFETY: as above; the mutable state is atomics and a mutex.
+// SAFETY: as above; the mutable state is atomics.
 unsafe impl Sync for RawBuffer {}
 
 impl RawBuffer {
-    pub(crate) fn new(device: &Device, size: u64, kind: MemoryKind, name: &str) -> Result<Arc<Self>> {
+    pub(crate) fn new(device: &Device, size: u64, kind: MemoryKind, _name: &str) -> Result<Arc<Self>> {
         if size == 0 {
             return Err(Error::ZeroSize("buffer"));
         }
@@ -70,49 +80,28 @@ impl RawBuffer {
         if size > limit {
             return Err(Error::TooLarge { what: "buffer", requested: size, limit });
         }
-        device.shared.check_lost()?;
-        let raw = device.raw();
-        let info = vk::BufferCreateInfo::default()
-            .size(size)
-            .usage(
-                vk::BufferUsageFlags::STORAGE_BUFFER
-                    | vk::BufferUsageFlags::UNIFORM_BUFFER
-                    | vk::BufferUsageFlags::TRANSFER_SRC
-                    | vk::BufferUsageFlags::TRANSFER_DST,
-            )
-            .sharing_mode(vk::SharingMode::EXCLUSIVE);
-        // SAFETY: the device is live and `info` is valid (size > 0 checked above).
-        let buffer = unsafe { raw.create_buffer(&info, None) }.map_err(map_oom("vkCreateBuffer"))?;
-        // SAFETY: `buffer` was just created on this device.
-        let requirements = unsafe { raw.get_buffer_memory_requirements(buffer) };
-        let allocated =
-            device.shared.allocator.lock().unwrap_or_else(|p| p.into_inner()).allocate(&AllocationCreateDesc {
-                name,
-                requirements,
-                location: kind.location(),
-                linear: true,
-                allocation_scheme: AllocationScheme::GpuAllocatorManaged,
-            });
-        let allocation = match allocated {
-            Ok(a) => a,
-            Err(e) => {
-                // SAFETY: the buffer is unbound and unused; destroy it so it does not leak.
-                unsafe { raw.destroy_buffer(buffer, None) };
-                return Err(map_alloc(e));
+        let shared = &device.shared;
+        shared.check_lost()?;
+        let (buffer, offset, mapped, backing) = match Pool::class_of(size) {
+            Some(class) => {
+                let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
+                let mut alloc = shared.allocator.lock().unwrap_or_else(|p| p.into_inner());
+                let chunk = pool.alloc(&shared.device, &mut alloc, kind, class)?;
+                (chunk.buffer, chunk.offset, chunk.mapped, Backing::Pooled(chunk))
+            }
+            None => {
+                let mut alloc = shared.allocator.lock().unwrap_or_else(|p| p.into_inner());
+                let block = Block::new(&shared.device, &mut alloc, size, kind)?;
+                (block.buffer, 0, block.mapped, Backing::Dedicated(Some(block)))
             }
         };
-        // SAFETY: the memory comes from the allocator for these requirements and is not bound.
-        if let Err(e) = unsafe { raw.bind_buffer_memory(buffer, allocation.memory(), allocation.offset()) } {
-            // SAFETY: unbound, unused buffer; the allocation is returned to the allocator.
-            unsafe { raw.destroy_buffer(buffer, None) };
-            let _ = device.shared.allocator.lock().unwrap_or_else(|p| p.into_inner()).free(allocation);
-            return Err(map_oom("vkBindBufferMemory")(e));
-        }
-        let mapped = allocation.mapped_ptr().map(|p| p.cast::<u8>());
+        shared.live_buffers.fetch_add(1, Ordering::Relaxed);
+        shared.live_bytes.fetch_add(size, Ordering::Relaxed);
         Ok(Arc::new(RawBuffer {
             device: device.clone(),
             buffer,
-            allocation: Mutex::new(Some(allocation)),
+            offset,
+            backing,
             mapped,
             size,
             kind,
@@ -150,9 +139,9 @@ impl RawBuffer {
                 got: offset + bytes.len() as u64,
             });
         }
-        // SAFETY: the range is inside the mapped allocation (checked above); the GPU is not
-        // using the buffer (the caller checked `is_idle`), and host writes to coherent memory
-        // become visible to later submissions at submit time.
+        // SAFETY: the range is inside the mapped range (checked above); the GPU is not using the
+        // buffer (the caller checked `is_idle`), and host writes to coherent memory become
+        // visible to later submissions at submit time.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr.as_ptr().add(offset as usize), bytes.len()) };
         Ok(())
     }
@@ -167,8 +156,8 @@ impl RawBuffer {
                 got: out.len() as u64,
             });
         }
-        // SAFETY: inside the mapped allocation; the GPU finished writing (caller checked
-        // `is_idle`), and the submission that wrote it ended with a barrier to host reads.
+        // SAFETY: inside the mapped range; the GPU finished writing (caller checked `is_idle`),
+        // and the submission that wrote it ended with a barrier to host reads.
         unsafe { std::ptr::copy_nonoverlapping(ptr.as_ptr(), out.as_mut_ptr(), out.len()) };
         Ok(())
     }
@@ -177,12 +166,17 @@ impl RawBuffer {
 impl Drop for RawBuffer {
     fn drop(&mut self) {
         // Every submission that used this buffer held an Arc to it until its timeline value was
-        // reached (or the device was lost), so the GPU no longer uses it.
-        // SAFETY: see above; the buffer is not referenced by any pending command buffer.
-        unsafe { self.device.raw().destroy_buffer(self.buffer, None) };
-        if let Some(a) = self.allocation.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
-            if let Err(e) = self.device.shared.allocator.lock().unwrap_or_else(|p| p.into_inner()).free(a) {
-                log::error!("vkasync: freeing a buffer's memory failed: {e}");
+        // reached, so the GPU no longer uses it: the range can be reused or freed.
+        let shared = &self.device.shared;
+        shared.live_buffers.fetch_sub(1, Ordering::Relaxed);
+        shared.live_bytes.fetch_sub(self.size, Ordering::Relaxed);
+        match &mut self.backing {
+            Backing::Pooled(chunk) => shared.pool.lock().unwrap_or_else(|p| p.into_inner()).free(self.kind, *chunk),
+            Backing::Dedicated(block) => {
+                if let Some(block) = block.take() {
+                    let mut alloc = shared.allocator.lock().unwrap_or_else(|p| p.into_inner());
+                    block.destroy(&shared.device, &mut alloc);
+                }
             }
         }
     }
@@ -296,10 +290,11 @@ impl<T: Pod> Buffer<T> {
         Ok(out)
     }
 
-    /// Interop: the raw buffer handle. Work submitted by hand with [`Device::submit_raw`] is not
-    /// tracked: keep the `Buffer` alive until that work completes.
-    pub fn raw_handle(&self) -> vk::Buffer {
-        self.raw.buffer
+    /// Interop: the raw `VkBuffer` and the byte offset where this buffer starts in it (small
+    /// buffers are ranges of a shared pooled `VkBuffer`). Work submitted by hand with
+    /// [`Device::submit_raw`] is not tracked: keep the `Buffer` alive until that work completes.
+    pub fn raw_handle(&self) -> (vk::Buffer, u64) {
+        (self.raw.buffer, self.raw.offset)
     }
 
     /// The device this buffer was allocated on.

@@ -31,7 +31,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// One recorded command.
+/// One recorded command. Copy regions hold absolute offsets in the `VkBuffer`s.
 pub(crate) enum Op {
     Copy {
         src: Arc<RawBuffer>,
@@ -84,6 +84,9 @@ pub(crate) struct Recording {
     pub host_read: bool,
     submitted: bool,
 }
+
+/// Copies of one phase between one pair of `VkBuffer`s, merged into one command.
+type CopyGroup = ((vk::Buffer, vk::Buffer), SmallVec<[vk::BufferCopy; 4]>);
 
 /// Counts from encoding one recording.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -199,9 +202,13 @@ impl Recording {
         let staging = RawBuffer::new(&self.device, bytes.len() as u64, MemoryKind::Upload, "vkasync staging")?;
         staging.write_bytes(0, bytes)?;
         self.push(Op::Copy {
+            region: vk::BufferCopy {
+                src_offset: staging.offset,
+                dst_offset: dst.raw.offset + byte_offset,
+                size: bytes.len() as u64,
+            },
             src: staging,
             dst: dst.raw.clone(),
-            region: vk::BufferCopy { src_offset: 0, dst_offset: byte_offset, size: bytes.len() as u64 },
         });
         Ok(())
     }
@@ -242,8 +249,8 @@ impl Recording {
             src: src.raw.clone(),
             dst: dst.raw.clone(),
             region: vk::BufferCopy {
-                src_offset: (src_offset * size) as u64,
-                dst_offset: (dst_offset * size) as u64,
+                src_offset: src.raw.offset + (src_offset * size) as u64,
+                dst_offset: dst.raw.offset + (dst_offset * size) as u64,
                 size: (len * size) as u64,
             },
         });
@@ -327,20 +334,21 @@ impl Recording {
         self.push(Op::Copy {
             src: src.raw.clone(),
             dst: staging.clone(),
-            region: vk::BufferCopy { src_offset: 0, dst_offset: 0, size: src.raw.size },
+            region: vk::BufferCopy { src_offset: src.raw.offset, dst_offset: staging.offset, size: src.raw.size },
         });
         Ok(Readback { buffer: staging, len: src.len(), _t: PhantomData })
     }
 
     /// Writes the ops into `cmd` phase by phase (see the module docs). `cmd` is in the
-    /// recording state.
+    /// recording state. Within a phase, copies between the same two `VkBuffer`s (e.g. many
+    /// jobs' uploads from one pooled staging block into one pooled device block) become one
+    /// `vkCmdCopyBuffer` with many regions.
     pub fn encode(&self, cmd: vk::CommandBuffer) -> EncodeStats {
         let d = self.device.raw();
         let mut stats = EncodeStats::default();
         // (last phase that wrote, last phase that read) per buffer id.
         let mut state: HashMap<u64, (Option<u32>, Option<u32>)> = HashMap::with_capacity(self.ops.len() * 2);
         let mut phases: Vec<u32> = Vec::with_capacity(self.ops.len());
-        let mut leading = false;
         // Timestamps are fences: they take a phase after every op before them, and every op
         // after them goes in a later phase.
         let mut floor = 0;
@@ -355,7 +363,6 @@ impl Recording {
             }
             let mut phase = floor;
             op.for_each_buffer(|b, write| {
-                leading |= b.last_use.load(Ordering::SeqCst) > 0;
                 let (w, r) = state.get(&b.id).copied().unwrap_or((None, None));
                 if let Some(w) = w {
                     phase = phase.max(w + 1);
@@ -384,73 +391,99 @@ impl Recording {
             // SAFETY: `cmd` is recording; the barrier has no handles.
             unsafe { d.cmd_pipeline_barrier(cmd, src_stage, dst_stage, vk::DependencyFlags::empty(), &mb, &[], &[]) };
         };
-        if leading {
+        // Memory may have been used by an earlier submission (pooled chunks are reused, and a
+        // buffer may be used again): order this submission's accesses after it.
+        if !self.ops.is_empty() && self.device.last_submitted() > 0 {
             barrier(SHADER_OR_TRANSFER, writes(), SHADER_OR_TRANSFER, reads_and_writes());
             stats.barriers += 1;
         }
-        let mut current = 0;
         let mut bound: Option<vk::Pipeline> = None;
-        for &i in &order {
-            if phases[i] != current {
+        let mut copies: Vec<CopyGroup> = Vec::new();
+        let mut copy_index: HashMap<(vk::Buffer, vk::Buffer), usize> = HashMap::new();
+        let mut at = 0;
+        while at < order.len() {
+            let phase = phases[order[at]];
+            let end = at + order[at..].iter().take_while(|&&i| phases[i] == phase).count();
+            if at > 0 {
                 barrier(SHADER_OR_TRANSFER, writes(), SHADER_OR_TRANSFER, reads_and_writes());
                 stats.barriers += 1;
-                current = phases[i];
             }
-            match &self.ops[i] {
-                Op::Copy { src, dst, region } => {
-                    // SAFETY: both buffers are live (this recording holds them) and the region
-                    // was checked against their sizes when recorded.
-                    unsafe { d.cmd_copy_buffer(cmd, src.buffer, dst.buffer, std::slice::from_ref(region)) };
-                }
-                Op::Dispatch { kernel, groups, args, push } => {
-                    if bound != Some(kernel.pipeline) {
-                        // SAFETY: the pipeline is live (held by the op).
-                        unsafe { d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, kernel.pipeline) };
-                        bound = Some(kernel.pipeline);
+            copies.clear();
+            copy_index.clear();
+            for &i in &order[at..end] {
+                match &self.ops[i] {
+                    Op::Copy { src, dst, region } => {
+                        let key = (src.buffer, dst.buffer);
+                        let slot = *copy_index.entry(key).or_insert_with(|| {
+                            copies.push((key, SmallVec::new()));
+                            copies.len() - 1
+                        });
+                        copies[slot].1.push(*region);
                     }
-                    let infos: SmallVec<[vk::DescriptorBufferInfo; 4]> = args
-                        .iter()
-                        .map(|a| vk::DescriptorBufferInfo { buffer: a.buffer.buffer, offset: 0, range: vk::WHOLE_SIZE })
-                        .collect();
-                    let writes: SmallVec<[vk::WriteDescriptorSet; 4]> = kernel
-                        .reflection
-                        .bindings
-                        .iter()
-                        .zip(&infos)
-                        .map(|(b, info)| {
-                            vk::WriteDescriptorSet::default()
-                                .dst_binding(b.binding)
-                                .descriptor_type(match b.kind {
-                                    crate::spirv::BindingKind::Storage => vk::DescriptorType::STORAGE_BUFFER,
-                                    crate::spirv::BindingKind::Uniform => vk::DescriptorType::UNIFORM_BUFFER,
-                                })
-                                .buffer_info(std::slice::from_ref(info))
-                        })
-                        .collect();
-                    // SAFETY: the layout matches the kernel's reflection; bindings, push size and
-                    // group counts were checked against the kernel and the device at record time.
-                    unsafe {
-                        if !writes.is_empty() {
-                            self.device.shared.push_descriptor.cmd_push_descriptor_set(
-                                cmd,
-                                vk::PipelineBindPoint::COMPUTE,
-                                kernel.layout,
-                                0,
-                                &writes,
-                            );
+                    Op::Dispatch { kernel, groups, args, push } => {
+                        if bound != Some(kernel.pipeline) {
+                            // SAFETY: the pipeline is live (held by the op).
+                            unsafe { d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, kernel.pipeline) };
+                            bound = Some(kernel.pipeline);
                         }
-                        if !push.is_empty() {
-                            d.cmd_push_constants(cmd, kernel.layout, vk::ShaderStageFlags::COMPUTE, 0, push);
+                        let infos: SmallVec<[vk::DescriptorBufferInfo; 4]> = args
+                            .iter()
+                            .map(|a| vk::DescriptorBufferInfo {
+                                buffer: a.buffer.buffer,
+                                offset: a.buffer.offset,
+                                range: a.buffer.size,
+                            })
+                            .collect();
+                        let writes: SmallVec<[vk::WriteDescriptorSet; 4]> = kernel
+                            .reflection
+                            .bindings
+                            .iter()
+                            .zip(&infos)
+                            .map(|(b, info)| {
+                                vk::WriteDescriptorSet::default()
+                                    .dst_binding(b.binding)
+                                    .descriptor_type(match b.kind {
+                                        crate::spirv::BindingKind::Storage => vk::DescriptorType::STORAGE_BUFFER,
+                                        crate::spirv::BindingKind::Uniform => vk::DescriptorType::UNIFORM_BUFFER,
+                                    })
+                                    .buffer_info(std::slice::from_ref(info))
+                            })
+                            .collect();
+                        // SAFETY: the layout matches the kernel's reflection; bindings, push size
+                        // and group counts were checked against the kernel and the device at
+                        // record time; the buffers are live (held by the op).
+                        unsafe {
+                            if !writes.is_empty() {
+                                self.device.shared.push_descriptor.cmd_push_descriptor_set(
+                                    cmd,
+                                    vk::PipelineBindPoint::COMPUTE,
+                                    kernel.layout,
+                                    0,
+                                    &writes,
+                                );
+                            }
+                            if !push.is_empty() {
+                                d.cmd_push_constants(cmd, kernel.layout, vk::ShaderStageFlags::COMPUTE, 0, push);
+                            }
+                            d.cmd_dispatch(cmd, groups[0], groups[1], groups[2]);
                         }
-                        d.cmd_dispatch(cmd, groups[0], groups[1], groups[2]);
                     }
-                }
-                Op::Timestamp { pool, index } => {
-                    // SAFETY: the pool is live (held by the op), was reset on the host, and the
-                    // index was checked when recorded.
-                    unsafe { d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool.pool, *index) };
+                    Op::Timestamp { pool, index } => {
+                        // SAFETY: the pool is live (held by the op), was reset on the host, and
+                        // the index was checked when recorded.
+                        unsafe {
+                            d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool.pool, *index)
+                        };
+                    }
                 }
             }
+            for ((src, dst), regions) in &copies {
+                // SAFETY: both buffers are live (the ops hold them); every region was checked
+                // against its buffer's range when recorded, and regions within one phase touch
+                // disjoint destination ranges (a conflict would have put them in later phases).
+                unsafe { d.cmd_copy_buffer(cmd, *src, *dst, regions) };
+            }
+            at = end;
         }
         stats.phases = phases.iter().max().map_or(0, |p| *p as u64 + 1);
         if self.host_read {

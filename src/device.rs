@@ -55,6 +55,7 @@ pub struct DeviceBuilder {
     validation: Option<bool>,
     selector: Option<DeviceSelector>,
     loader: Option<std::path::PathBuf>,
+    stage_always: bool,
 }
 
 impl DeviceBuilder {
@@ -83,6 +84,14 @@ impl DeviceBuilder {
         self
     }
 
+    /// Treats the device as a discrete GPU even where device memory is host-visible: uploads and
+    /// read-backs always go through staging copies. Lets the discrete-GPU path be tested on
+    /// lavapipe or an integrated GPU.
+    pub fn always_stage(mut self, on: bool) -> Self {
+        self.stage_always = on;
+        self
+    }
+
     /// Loads the Vulkan loader from this path instead of the system's `libvulkan.so.1` /
     /// `vulkan-1.dll`.
     pub fn loader_path(mut self, path: impl Into<std::path::PathBuf>) -> Self {
@@ -102,7 +111,7 @@ impl DeviceBuilder {
                 _ => DeviceSelector::Default,
             },
         };
-        Device::open(validation, &selector, self.loader.as_deref())
+        Device::open(validation, &selector, self.loader.as_deref(), self.stage_always)
     }
 }
 
@@ -142,6 +151,11 @@ pub(crate) struct DeviceShared {
     completed: AtomicU64,
     lost: AtomicBool,
     pub allocator: ManuallyDrop<Mutex<Allocator>>,
+    /// Blocks that small buffers are carved from (lock order: pool, then allocator).
+    pub pool: Mutex<crate::pool::Pool>,
+    /// Live `RawBuffer`s and their bytes, for the leak check.
+    pub live_buffers: AtomicU64,
+    pub live_bytes: AtomicU64,
     /// Command pool for the blocking path ([`crate::CommandList::submit_and_wait`]).
     pub blocking_pool: Mutex<Option<crate::commands::CommandPool>>,
     next_id: AtomicU64,
@@ -159,7 +173,12 @@ impl Device {
         DeviceBuilder::new()
     }
 
-    fn open(validation: bool, selector: &DeviceSelector, loader: Option<&std::path::Path>) -> Result<Self> {
+    fn open(
+        validation: bool,
+        selector: &DeviceSelector,
+        loader: Option<&std::path::Path>,
+        stage_always: bool,
+    ) -> Result<Self> {
         let inst = instance::create_instance(validation, loader)?;
         let list = instance::enumerate(&inst.instance)?;
         let (physical, info) = selector.pick(&list)?.clone();
@@ -193,10 +212,11 @@ impl Device {
         let heaps = &mem.memory_heaps[..mem.memory_heap_count as usize];
         let types = &mem.memory_types[..mem.memory_type_count as usize];
         let largest_heap = heaps.iter().map(|h| h.size).max().unwrap_or(0);
-        let unified_memory = types
-            .iter()
-            .filter(|t| t.property_flags.contains(vk::MemoryPropertyFlags::DEVICE_LOCAL))
-            .all(|t| t.property_flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE));
+        let unified_memory = !stage_always
+            && types
+                .iter()
+                .filter(|t| t.property_flags.contains(vk::MemoryPropertyFlags::DEVICE_LOCAL))
+                .all(|t| t.property_flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE));
         let limits = Limits {
             max_compute_work_group_count: props.limits.max_compute_work_group_count,
             max_push_constants_size: props.limits.max_push_constants_size,
@@ -284,6 +304,9 @@ impl Device {
                 completed: AtomicU64::new(0),
                 lost: AtomicBool::new(false),
                 allocator: ManuallyDrop::new(Mutex::new(allocator)),
+                pool: Mutex::default(),
+                live_buffers: AtomicU64::new(0),
+                live_bytes: AtomicU64::new(0),
                 blocking_pool: Mutex::new(None),
                 next_id: AtomicU64::new(1),
                 instance: ManuallyDrop::new(inst),
@@ -326,16 +349,26 @@ impl Device {
         self.shared.instance.debug.is_some()
     }
 
-    /// What the allocator holds now: live allocations and their bytes. After every buffer is
-    /// dropped and all work completed, both are 0.
+    /// Live buffers and their bytes, and what the allocator reserves. After every buffer is
+    /// dropped and all work that used them completed, `live_buffers` and `live_bytes` are 0.
     pub fn memory_report(&self) -> MemoryReport {
+        let pooled = self.shared.pool.lock().unwrap_or_else(|p| p.into_inner()).reserved();
         let alloc = self.shared.allocator.lock().unwrap_or_else(|p| p.into_inner());
         let report = alloc.generate_report();
         MemoryReport {
-            live_allocations: report.allocations.len(),
-            allocated_bytes: report.total_allocated_bytes,
+            live_buffers: self.shared.live_buffers.load(Ordering::Relaxed) as usize,
+            live_bytes: self.shared.live_bytes.load(Ordering::Relaxed),
+            pooled_bytes: pooled,
+            allocations: report.allocations.len(),
             reserved_bytes: report.total_capacity_bytes,
         }
+    }
+
+    /// Frees the pooled blocks that no live buffer uses; returns the bytes released.
+    pub fn trim(&self) -> u64 {
+        let mut pool = self.shared.pool.lock().unwrap_or_else(|p| p.into_inner());
+        let mut alloc = self.shared.allocator.lock().unwrap_or_else(|p| p.into_inner());
+        pool.trim(&self.shared.device, &mut alloc)
     }
 
     /// The last timeline value handed out by a successful submit.
@@ -411,11 +444,15 @@ impl Device {
 /// What [`Device::memory_report`] returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemoryReport {
-    /// Allocations not yet freed.
-    pub live_allocations: usize,
+    /// Buffers not yet freed (by their last user: a handle or an in-flight submission).
+    pub live_buffers: usize,
     /// Their total size in bytes.
-    pub allocated_bytes: u64,
-    /// Device memory blocks the allocator holds (freed blocks may be kept for reuse).
+    pub live_bytes: u64,
+    /// Bytes of the blocks small buffers are carved from (kept for reuse; see [`Device::trim`]).
+    pub pooled_bytes: u64,
+    /// gpu-allocator allocations (pooled blocks and dedicated buffers).
+    pub allocations: usize,
+    /// Device memory gpu-allocator holds.
     pub reserved_bytes: u64,
 }
 
@@ -512,6 +549,8 @@ impl Drop for DeviceShared {
             if let Some(pool) = self.blocking_pool.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
                 pool.destroy(&self.device);
             }
+            let alloc = self.allocator.get_mut().unwrap_or_else(|p| p.into_inner());
+            self.pool.get_mut().unwrap_or_else(|p| p.into_inner()).destroy_all(&self.device, alloc);
             ManuallyDrop::drop(&mut self.allocator);
             self.device.destroy_semaphore(self.timeline, None);
             self.device.destroy_device(None);

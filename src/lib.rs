@@ -44,6 +44,7 @@ mod error;
 pub mod executor;
 mod instance;
 mod kernel;
+mod pool;
 mod spirv;
 mod timestamps;
 

@@ -148,6 +148,6 @@ proptest! {
         prop_assert!(s.flushes <= s.await_points, "{}", s);
         drop(exec);
         prop_assert_eq!(device.validation_message_count(), 0, "{:?}", device.validation_messages());
-        prop_assert_eq!(device.memory_report().live_allocations, 0);
+        prop_assert_eq!(device.memory_report().live_buffers, 0);
     }
 }

@@ -209,9 +209,9 @@ fn nothing_leaks() {
         let data: Vec<u32> = (0..5000).collect();
         let _ = run_mix(&device, &kernel, &data, 2);
         let _ = Buffer::<u8>::new(&device, 12345, MemoryKind::Upload).unwrap();
-        assert!(device.memory_report().live_allocations == 0);
+        assert!(device.memory_report().live_buffers == 0);
         let kept = Buffer::<u8>::new(&device, 100, MemoryKind::Readback).unwrap();
-        assert_eq!(device.memory_report().live_allocations, 1);
+        assert_eq!(device.memory_report().live_buffers, 1);
         drop(kept);
     }
     drop(kernel);

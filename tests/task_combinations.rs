@@ -170,7 +170,7 @@ fn every_drop_abort_panic_and_loss_point() {
                     } else {
                         run_combo(&shared, &shared_mix, c);
                         assert_no_validation_messages(&shared);
-                        assert_eq!(shared.memory_report().live_allocations, 0, "{c:?}: leaked");
+                        assert_eq!(shared.memory_report().live_buffers, 0, "{c:?}: leaked");
                     }
                     tried += 1;
                 }

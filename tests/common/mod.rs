@@ -4,11 +4,14 @@
 
 use vkasync::Device;
 
-/// Opens the device with validation on. Honours `VKASYNC_DEVICE`.
+/// Opens the device with validation on. Honours `VKASYNC_DEVICE`. With
+/// `VKASYNC_TEST_ALWAYS_STAGE=1` the device is driven as a discrete GPU (staging copies for every
+/// upload and read-back), so that path is tested on lavapipe too.
 pub fn device() -> Device {
     let _ = env_logger::builder().is_test(true).try_init();
     Device::builder()
         .validation(true)
+        .always_stage(std::env::var("VKASYNC_TEST_ALWAYS_STAGE").is_ok_and(|v| v == "1"))
         .build()
         .expect("a Vulkan device with the validation layer (run the README's test command)")
 }
@@ -24,7 +27,7 @@ pub fn assert_no_validation_messages(device: &Device) {
 pub fn finish(device: Device) {
     assert_no_validation_messages(&device);
     let report = device.memory_report();
-    assert_eq!(report.live_allocations, 0, "leaked allocations: {report:?}");
+    assert_eq!(report.live_buffers, 0, "leaked allocations: {report:?}");
 }
 
 /// The `mix` kernel on the CPU.

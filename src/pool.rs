@@ -1,0 +1,194 @@
+//! Sub-allocation of small buffers from pooled blocks.
+//!
+//! Creating a `VkBuffer`, allocating memory for it and binding the two costs microseconds per
+//! buffer. Jobs that each need a few small buffers (an upload staging area, a 4 KiB work buffer,
+//! a read-back area) would spend most of their host time there. So buffers up to
+//! [`MAX_POOLED`] bytes are carved out of 16 MiB blocks, one `VkBuffer` per block, in power-of-two
+//! size classes of at least 256 bytes (so every offset satisfies any device's storage and uniform
+//! offset alignment). Larger buffers get a block of their own.
+//!
+//! A chunk goes back to its class's free list when its `RawBuffer` is dropped, which happens only
+//! after every submission that used it has completed (the submissions hold `Arc`s to it), so a
+//! chunk is never handed out while the GPU may still use it. Sharing one `VkBuffer` also lets
+//! the encoder merge the copies of many jobs into one `vkCmdCopyBuffer` with many regions.
+//!
+//! Blocks are kept for reuse; [`crate::Device::trim`] frees the blocks with no chunk in use.
+
+use crate::buffer::MemoryKind;
+use crate::error::{map_alloc, map_oom, Error, Result};
+use ash::vk;
+use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme, Allocator};
+use std::collections::HashMap;
+use std::ptr::NonNull;
+
+/// Buffers up to this size are sub-allocated.
+pub(crate) const MAX_POOLED: u64 = 4 << 20;
+const MIN_CLASS_LOG2: u32 = 8;
+const BLOCK_SIZE: u64 = 16 << 20;
+
+/// One `VkBuffer` with its own memory.
+pub(crate) struct Block {
+    pub buffer: vk::Buffer,
+    allocation: Option<Allocation>,
+    pub mapped: Option<NonNull<u8>>,
+    pub size: u64,
+}
+
+// SAFETY: the mapped pointer is owned by the allocation this block holds; the block is only
+// reached through the pool's mutex or by the single RawBuffer that owns a dedicated block.
+unsafe impl Send for Block {}
+// SAFETY: as above.
+unsafe impl Sync for Block {}
+
+impl Block {
+    pub fn new(device: &ash::Device, allocator: &mut Allocator, size: u64, kind: MemoryKind) -> Result<Block> {
+        let info = vk::BufferCreateInfo::default()
+            .size(size)
+            .usage(
+                vk::BufferUsageFlags::STORAGE_BUFFER
+                    | vk::BufferUsageFlags::UNIFORM_BUFFER
+                    | vk::BufferUsageFlags::TRANSFER_SRC
+                    | vk::BufferUsageFlags::TRANSFER_DST,
+            )
+            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        // SAFETY: the device is live and `info` is valid (size > 0 is the callers' invariant).
+        let buffer = unsafe { device.create_buffer(&info, None) }.map_err(map_oom("vkCreateBuffer"))?;
+        // SAFETY: `buffer` was just created on this device.
+        let requirements = unsafe { device.get_buffer_memory_requirements(buffer) };
+        let allocation = match allocator.allocate(&AllocationCreateDesc {
+            name: "vkasync buffer",
+            requirements,
+            location: kind.location(),
+            linear: true,
+            allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+        }) {
+            Ok(a) => a,
+            Err(e) => {
+                // SAFETY: the buffer is unbound and unused.
+                unsafe { device.destroy_buffer(buffer, None) };
+                return Err(map_alloc(e));
+            }
+        };
+        // SAFETY: the memory comes from the allocator for these requirements and is unbound.
+        if let Err(e) = unsafe { device.bind_buffer_memory(buffer, allocation.memory(), allocation.offset()) } {
+            // SAFETY: unbound, unused buffer; its allocation goes back to the allocator.
+            unsafe { device.destroy_buffer(buffer, None) };
+            let _ = allocator.free(allocation);
+            return Err(map_oom("vkBindBufferMemory")(e));
+        }
+        let mapped = allocation.mapped_ptr().map(|p| p.cast::<u8>());
+        Ok(Block { buffer, allocation: Some(allocation), mapped, size })
+    }
+
+    /// Destroys the buffer and frees its memory. The GPU must no longer use it.
+    pub fn destroy(mut self, device: &ash::Device, allocator: &mut Allocator) {
+        // SAFETY: the caller guarantees the GPU no longer uses the buffer.
+        unsafe { device.destroy_buffer(self.buffer, None) };
+        if let Some(a) = self.allocation.take() {
+            if let Err(e) = allocator.free(a) {
+                log::error!("vkasync: freeing buffer memory failed: {e}");
+            }
+        }
+    }
+}
+
+/// A chunk handed out by the pool.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Chunk {
+    pub buffer: vk::Buffer,
+    pub offset: u64,
+    pub mapped: Option<NonNull<u8>>,
+    pub block: usize,
+    pub class: u32,
+}
+
+// SAFETY: see Block.
+unsafe impl Send for Chunk {}
+// SAFETY: see Block.
+unsafe impl Sync for Chunk {}
+
+/// Free lists of chunks by (memory kind, size class), and the blocks they come from.
+#[derive(Default)]
+pub(crate) struct Pool {
+    blocks: Vec<Option<(Block, MemoryKind, u32)>>,
+    /// Chunks of each block now handed out.
+    used: Vec<usize>,
+    free: HashMap<(MemoryKind, u32), Vec<Chunk>>,
+}
+
+impl Pool {
+    /// The size class (log2 of the chunk size) for `size` bytes, or `None` if not pooled.
+    pub fn class_of(size: u64) -> Option<u32> {
+        (size <= MAX_POOLED).then(|| size.next_power_of_two().trailing_zeros().max(MIN_CLASS_LOG2))
+    }
+
+    pub fn alloc(
+        &mut self,
+        device: &ash::Device,
+        allocator: &mut Allocator,
+        kind: MemoryKind,
+        class: u32,
+    ) -> Result<Chunk> {
+        let list = self.free.entry((kind, class)).or_default();
+        if list.is_empty() {
+            let block = Block::new(device, allocator, BLOCK_SIZE, kind)?;
+            let index = self.blocks.len();
+            let chunk_size = 1u64 << class;
+            for i in (0..BLOCK_SIZE / chunk_size).rev() {
+                let offset = i * chunk_size;
+                list.push(Chunk {
+                    buffer: block.buffer,
+                    offset,
+                    // SAFETY: `offset` is inside the block's mapping.
+                    mapped: block.mapped.map(|p| unsafe { NonNull::new_unchecked(p.as_ptr().add(offset as usize)) }),
+                    block: index,
+                    class,
+                });
+            }
+            self.blocks.push(Some((block, kind, class)));
+            self.used.push(0);
+        }
+        let chunk = list.pop().ok_or_else(|| Error::Allocation("empty pool list".into()))?;
+        self.used[chunk.block] += 1;
+        Ok(chunk)
+    }
+
+    pub fn free(&mut self, kind: MemoryKind, chunk: Chunk) {
+        self.used[chunk.block] -= 1;
+        self.free.entry((kind, chunk.class)).or_default().push(chunk);
+    }
+
+    /// Frees every block with no chunk in use. Returns the bytes released.
+    pub fn trim(&mut self, device: &ash::Device, allocator: &mut Allocator) -> u64 {
+        let idle: Vec<usize> =
+            (0..self.blocks.len()).filter(|&i| self.used[i] == 0 && self.blocks[i].is_some()).collect();
+        if idle.is_empty() {
+            return 0;
+        }
+        for list in self.free.values_mut() {
+            list.retain(|c| !idle.contains(&c.block));
+        }
+        let mut released = 0;
+        for i in idle {
+            if let Some((block, _, _)) = self.blocks[i].take() {
+                released += block.size;
+                block.destroy(device, allocator);
+            }
+        }
+        released
+    }
+
+    /// Bytes held in blocks.
+    pub fn reserved(&self) -> u64 {
+        self.blocks.iter().flatten().map(|(b, _, _)| b.size).sum()
+    }
+
+    /// Frees every block at device destruction. Chunks still in use (leaked after a device loss)
+    /// are freed with them: the device is being destroyed.
+    pub fn destroy_all(&mut self, device: &ash::Device, allocator: &mut Allocator) {
+        self.free.clear();
+        for (block, _, _) in self.blocks.drain(..).flatten() {
+            block.destroy(device, allocator);
+        }
+    }
+}
