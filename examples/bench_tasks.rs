@@ -45,7 +45,10 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-const MODES: [&str; 4] = ["sequential", "executor", "executor-oldest", "raw-batch"];
+/// The four modes of the comparison, then `executor-eager`: the executor with a flush bound of
+/// 256 recorded commands, so the GPU starts while the host still records (an extra, reported
+/// apart from the targets).
+const MODES: [&str; 5] = ["sequential", "executor", "executor-oldest", "raw-batch", "executor-eager"];
 
 fn mix_cpu(mut x: u32, k: u32) -> u32 {
     for _ in 0..k {
@@ -124,6 +127,17 @@ fn run_sequential(
     Ok(())
 }
 
+/// Host-side breakdown of one run, in µs per task. Executor: spawning, running (recording,
+/// flushing, waking, reading back), of which blocked in the GPU wait, and joining. Raw batch:
+/// buffers, recording, submit + wait, read back + verify.
+#[derive(Default, Clone, Copy, Debug)]
+struct ExecBreakdown {
+    spawn: f64,
+    run: f64,
+    wait: f64,
+    join: f64,
+}
+
 fn run_executor(
     exec: &Executor,
     mix: &Kernel,
@@ -131,14 +145,21 @@ fn run_executor(
     n: usize,
     k: u32,
     want: &std::rc::Rc<Vec<Vec<u32>>>,
-) -> Result<(), Error> {
+) -> Result<ExecBreakdown, Error> {
+    let per = |d: std::time::Duration| d.as_secs_f64() * 1e6 / tasks as f64;
+    let wait0 = exec.stats().wait_ns;
+    let t0 = Instant::now();
     let handles: Vec<_> =
         (0..tasks).map(|t| exec.spawn(task(exec.context(), mix.clone(), t, n, k, want.clone()))).collect();
+    let t1 = Instant::now();
     exec.run();
+    let t2 = Instant::now();
     for h in handles {
         h.join().expect("task panicked")?;
     }
-    Ok(())
+    let t3 = Instant::now();
+    let wait = (exec.stats().wait_ns - wait0) as f64 / 1e3 / tasks as f64;
+    Ok(ExecBreakdown { spawn: per(t1 - t0), run: per(t2 - t1), wait, join: per(t3 - t2) })
 }
 
 /// The hand-written batch: one command pool and command buffer reused across runs.
@@ -162,7 +183,10 @@ impl RawBatch {
         RawBatch { device: device.clone(), pool, cmd }
     }
 
-    fn run(&self, mix: &Kernel, tasks: usize, n: usize, k: u32, want: &[Vec<u32>]) -> Result<(), Error> {
+    /// Returns a breakdown in µs per task: buffers (create + fill), record, submit + wait,
+    /// read back + verify (reported in the same four slots as the executor's).
+    fn run(&self, mix: &Kernel, tasks: usize, n: usize, k: u32, want: &[Vec<u32>]) -> Result<ExecBreakdown, Error> {
+        let t0 = Instant::now();
         let device = &self.device;
         let d = device.ash_device();
         let unified = device.unified_memory();
@@ -184,6 +208,7 @@ impl RawBatch {
                 readback.push(Buffer::<u32>::new(device, n, MemoryKind::Readback)?);
             }
         }
+        let t1 = Instant::now();
         let (pipeline, layout) = mix.raw_handles();
         let barrier = |src, dst, sa, da| {
             let mb = [vk::MemoryBarrier::default().src_access_mask(sa).dst_access_mask(da)];
@@ -255,14 +280,20 @@ impl RawBatch {
                 vk::AccessFlags::HOST_READ,
             );
             d.end_command_buffer(self.cmd).expect("end");
-            let value = device.submit_raw(&[self.cmd])?;
-            device.wait(value, None)?;
         }
+        let t2 = Instant::now();
+        // SAFETY: the command buffer is fully recorded; every buffer it uses lives in this
+        // function until after the wait.
+        let value = unsafe { device.submit_raw(&[self.cmd])? };
+        device.wait(value, None)?;
+        let t3 = Instant::now();
         let sources = if unified { &bufs } else { &readback };
         for (t, b) in sources.iter().enumerate() {
             verify(t, &b.read()?, &want[t]);
         }
-        Ok(())
+        let t4 = Instant::now();
+        let per = |d: std::time::Duration| d.as_secs_f64() * 1e6 / tasks as f64;
+        Ok(ExecBreakdown { spawn: per(t1 - t0), run: per(t2 - t1), wait: per(t3 - t2), join: per(t4 - t3) })
     }
 }
 
@@ -300,6 +331,8 @@ fn main() -> Result<(), Error> {
     let device = Device::new()?;
     let name = device.info().name.clone();
     let mix = Kernel::new(&device, &kernels::MIX)?;
+    let modes: Vec<String> = arg(&args, "--modes")
+        .map_or_else(|| MODES.iter().map(|m| m.to_string()).collect(), |m| m.split(',').map(str::to_string).collect());
     let mut configs: Vec<(usize, usize, u32)> = Vec::new();
     let ts: &[usize] = if sweep == "small" { &[1, 10, 100, 1000] } else { &[1, 10, 100, 1000, 10000] };
     for &k in &[1u32, 1000] {
@@ -311,10 +344,14 @@ fn main() -> Result<(), Error> {
     if sweep != "small" {
         configs.push((100_000, 1024, 1));
     }
+    if let Some(t) = arg(&args, "--tasks").and_then(|s| s.parse().ok()) {
+        configs = vec![(t, 1024, 1)];
+    }
     let lp = std::env::var("LP_NUM_THREADS").unwrap_or_default();
     eprintln!("device: {name} (LP_NUM_THREADS={lp:?})");
     let exec_all = Executor::new(&device)?;
     let exec_oldest = Executor::builder(&device).wait_policy(WaitPolicy::Oldest).build()?;
+    let exec_eager = Executor::builder(&device).max_pending_ops(256).build()?;
     let raw = RawBatch::new(&device);
     // Warm-up: compile the pipeline on the driver.
     run_sequential(&device, &mix, 1, 64, 1, &expected(1, 64, 1))?;
@@ -325,18 +362,26 @@ fn main() -> Result<(), Error> {
         let want = std::rc::Rc::new(expected(tasks, n, k));
         let mut times: Vec<Vec<f64>> = vec![Vec::new(); MODES.len()];
         let mut heap = vec![0f64; MODES.len()];
+        let mut breakdown = vec![ExecBreakdown::default(); MODES.len()];
         // One untimed round of every mode, then `reps` timed rounds with the order rotating.
         for rep in 0..=reps {
             for j in 0..MODES.len() {
                 let m = (j + rep) % MODES.len();
+                if !modes.iter().any(|x| x == MODES[m]) {
+                    continue;
+                }
                 let base = CURRENT.load(Ordering::Relaxed);
                 PEAK.store(base, Ordering::Relaxed);
                 let start = Instant::now();
-                match MODES[m] {
-                    "sequential" => run_sequential(&device, &mix, tasks, n, k, &want)?,
-                    "executor" => run_executor(&exec_all, &mix, tasks, n, k, &want)?,
-                    "executor-oldest" => run_executor(&exec_oldest, &mix, tasks, n, k, &want)?,
-                    _ => raw.run(&mix, tasks, n, k, &want)?,
+                let b = match MODES[m] {
+                    "sequential" => run_sequential(&device, &mix, tasks, n, k, &want).map(|_| None)?,
+                    "executor" => Some(run_executor(&exec_all, &mix, tasks, n, k, &want)?),
+                    "executor-oldest" => Some(run_executor(&exec_oldest, &mix, tasks, n, k, &want)?),
+                    "executor-eager" => Some(run_executor(&exec_eager, &mix, tasks, n, k, &want)?),
+                    _ => Some(raw.run(&mix, tasks, n, k, &want)?),
+                };
+                if let (Some(b), true) = (b, rep > 0) {
+                    breakdown[m] = b;
                 }
                 let us = start.elapsed().as_secs_f64() * 1e6 / tasks as f64;
                 // Sequential has one task in flight at a time; the others have all T.
@@ -349,20 +394,29 @@ fn main() -> Result<(), Error> {
             }
         }
         for (m, mode) in MODES.iter().enumerate() {
+            if times[m].is_empty() {
+                continue;
+            }
             let row = Row { mode, tasks, n, k, reps, us: times[m].clone(), heap_per_task: heap[m] };
             let mut v = row.us.clone();
             let med = median(&mut v);
+            let b = breakdown[m];
             eprintln!(
-                "T={tasks:>6} n={n:>7} K={k:>4} {mode:<16} median {med:>9.2} us/task  min {:>9.2}  max {:>9.2}  heap/task {:>8.0} B",
+                "T={tasks:>6} n={n:>7} K={k:>4} {mode:<16} median {med:>9.2} us/task  min {:>9.2}  max {:>9.2}  heap/task {:>8.0} B  [last rep: {:.2}/{:.2} (wait {:.2})/{:.2}]",
                 v[0],
                 v[v.len() - 1],
-                row.heap_per_task
+                row.heap_per_task,
+                b.spawn,
+                b.run,
+                b.wait,
+                b.join
             );
             rows.push(row);
         }
     }
     eprintln!("executor {}", exec_all.stats());
     eprintln!("executor-oldest {}", exec_oldest.stats());
+    eprintln!("executor-eager {}", exec_eager.stats());
 
     std::fs::create_dir_all(&out_dir).ok();
     let mut csv = String::from("device,lp_num_threads,mode,T,n,K,reps,median_us_per_task,min_us_per_task,max_us_per_task,peak_heap_bytes_per_in_flight_task\n");
@@ -395,7 +449,7 @@ fn plot(rows: &[Row], device: &str, path: &std::path::Path) {
     let root = SVGBackend::new(path, (1100, 480)).into_drawing_area();
     root.fill(&WHITE).unwrap();
     let panels = root.split_evenly((1, 2));
-    let colors = [RED, BLUE, GREEN, BLACK];
+    let colors = [RED, BLUE, GREEN, BLACK, MAGENTA];
     for (panel, k) in panels.iter().zip([1u32, 1000]) {
         let pts = |mode: &str| -> Vec<(f64, f64)> {
             rows.iter()

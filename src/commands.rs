@@ -22,11 +22,12 @@
 use crate::buffer::{Buffer, MemoryKind, RawBuffer};
 use crate::device::Device;
 use crate::error::{map_oom, Error, Result};
+use crate::hash::IdMap;
 use crate::kernel::{Arg, Kernel, RawKernel};
 use ash::vk;
 use bytemuck::Pod;
 use smallvec::SmallVec;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -347,7 +348,8 @@ impl Recording {
         let d = self.device.raw();
         let mut stats = EncodeStats::default();
         // (last phase that wrote, last phase that read) per buffer id.
-        let mut state: HashMap<u64, (Option<u32>, Option<u32>)> = HashMap::with_capacity(self.ops.len() * 2);
+        let mut state: IdMap<u64, (Option<u32>, Option<u32>)> = IdMap::default();
+        state.reserve(self.ops.len() * 2);
         let mut phases: Vec<u32> = Vec::with_capacity(self.ops.len());
         // Timestamps are fences: they take a phase after every op before them, and every op
         // after them goes in a later phase.
@@ -398,8 +400,10 @@ impl Recording {
             stats.barriers += 1;
         }
         let mut bound: Option<vk::Pipeline> = None;
+        // Push constants stay set across dispatches with compatible layouts: skip repeats.
+        let mut pushed: Option<(vk::PipelineLayout, &[u8])> = None;
         let mut copies: Vec<CopyGroup> = Vec::new();
-        let mut copy_index: HashMap<(vk::Buffer, vk::Buffer), usize> = HashMap::new();
+        let mut copy_index: IdMap<(vk::Buffer, vk::Buffer), usize> = IdMap::default();
         let mut at = 0;
         while at < order.len() {
             let phase = phases[order[at]];
@@ -462,8 +466,9 @@ impl Recording {
                                     &writes,
                                 );
                             }
-                            if !push.is_empty() {
+                            if !push.is_empty() && pushed != Some((kernel.layout, &push[..])) {
                                 d.cmd_push_constants(cmd, kernel.layout, vk::ShaderStageFlags::COMPUTE, 0, push);
+                                pushed = Some((kernel.layout, &push[..]));
                             }
                             d.cmd_dispatch(cmd, groups[0], groups[1], groups[2]);
                         }

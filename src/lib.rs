@@ -42,6 +42,7 @@ pub mod crypto;
 mod device;
 mod error;
 pub mod executor;
+mod hash;
 mod instance;
 mod kernel;
 mod pool;

@@ -96,6 +96,7 @@ pub(crate) struct Counters {
     pub host_waits: Cell<u64>,
     pub barriers: Cell<u64>,
     pub timeline: Cell<u64>,
+    pub wait_ns: Cell<u64>,
 }
 
 fn bump(c: &Cell<u64>, by: u64) {
@@ -120,8 +121,9 @@ pub(crate) struct Shared<B> {
     closed: Cell<bool>,
     /// Abort handles of the unfinished tasks, so that shutdown can cancel every one of them
     /// (a task whose only waker is stored inside itself would otherwise never be dropped).
-    live: RefCell<std::collections::HashMap<u64, futures::future::AbortHandle>>,
-    next_task: Cell<u64>,
+    live: RefCell<Vec<Option<futures::future::AbortHandle>>>,
+    /// Free slots of `live`.
+    free_slots: RefCell<Vec<usize>>,
 }
 
 impl<B: Backend + 'static> Shared<B> {
@@ -142,7 +144,7 @@ impl<B: Backend + 'static> Shared<B> {
             tasks_alive: Cell::new(0),
             closed: Cell::new(false),
             live: RefCell::default(),
-            next_task: Cell::new(0),
+            free_slots: RefCell::default(),
         })
     }
 
@@ -157,6 +159,7 @@ impl<B: Backend + 'static> Shared<B> {
             host_waits: c.host_waits.get(),
             barriers: c.barriers.get(),
             timeline_value: c.timeline.get(),
+            wait_ns: c.wait_ns.get(),
         }
     }
 
@@ -171,9 +174,19 @@ impl<B: Backend + 'static> Shared<B> {
         F::Output: 'static,
     {
         let (abortable, abort) = futures::future::abortable(future);
-        let id = self.next_task.get();
-        self.next_task.set(id + 1);
-        self.live.borrow_mut().insert(id, abort.clone());
+        let id = {
+            let mut live = self.live.borrow_mut();
+            match self.free_slots.borrow_mut().pop() {
+                Some(i) => {
+                    live[i] = Some(abort.clone());
+                    i
+                }
+                None => {
+                    live.push(Some(abort.clone()));
+                    live.len() - 1
+                }
+            }
+        };
         let guard = TaskGuard { shared: Rc::downgrade(self), id };
         let wrapped = async move {
             let _guard = guard;
@@ -240,7 +253,10 @@ impl<B: Backend + 'static> Shared<B> {
             WaitPolicy::Oldest => *core.by_value.keys().next().expect("non-empty"),
         };
         bump(&self.counters.host_waits, 1);
-        let outcome = core.backend.wait(target, self.options.timeout).and_then(|reached| {
+        let started = std::time::Instant::now();
+        let waited = core.backend.wait(target, self.options.timeout);
+        bump(&self.counters.wait_ns, started.elapsed().as_nanos() as u64);
+        let outcome = waited.and_then(|reached| {
             let c = core.backend.completed()?;
             Ok((reached, c))
         });
@@ -352,7 +368,7 @@ impl<B: Backend + 'static> Shared<B> {
         }
         // Cancel every unfinished task: aborting schedules it, and dropping its runnable drops
         // its future. Drop them outside any borrow: their destructors may touch the core.
-        let live: Vec<_> = self.live.borrow_mut().drain().map(|(_, h)| h).collect();
+        let live: Vec<_> = self.live.borrow_mut().drain(..).flatten().collect();
         for h in live {
             h.abort();
         }
@@ -394,7 +410,8 @@ fn fire_upto<B>(core: &mut Core<B>, upto: u64, outcome: Result<(), Error>, waker
 /// Counts a task as completed when its future finishes or is dropped.
 struct TaskGuard<B: Backend + 'static> {
     shared: std::rc::Weak<Shared<B>>,
-    id: u64,
+    /// The task's slot in `Shared::live`.
+    id: usize,
 }
 
 impl<B: Backend + 'static> Drop for TaskGuard<B> {
@@ -402,8 +419,11 @@ impl<B: Backend + 'static> Drop for TaskGuard<B> {
         if let Some(s) = self.shared.upgrade() {
             bump(&s.counters.tasks_completed, 1);
             s.tasks_alive.set(s.tasks_alive.get() - 1);
-            if let Ok(mut live) = s.live.try_borrow_mut() {
-                live.remove(&self.id);
+            if let (Ok(mut live), Ok(mut free)) = (s.live.try_borrow_mut(), s.free_slots.try_borrow_mut()) {
+                if let Some(slot) = live.get_mut(self.id) {
+                    *slot = None;
+                    free.push(self.id);
+                }
             }
         }
     }

@@ -141,6 +141,8 @@ pub struct Stats {
     pub barriers: u64,
     /// The last timeline value this executor submitted.
     pub timeline_value: u64,
+    /// Total time the executor spent blocked in `vkWaitSemaphores`, in nanoseconds.
+    pub wait_ns: u64,
 }
 
 impl std::fmt::Display for Stats {

@@ -98,7 +98,9 @@ impl<T> JoinHandle<T> {
         let runner = self.runner.clone();
         let task = self.task.take().expect("present until joined");
         runner.run_until_dyn(&mut || task.is_finished());
-        futures::executor::block_on(task).unwrap_or_else(|| Err(JoinError::cancelled()))
+        // Finished (or the executor is gone): one poll gives the output without blocking.
+        use futures::FutureExt;
+        task.now_or_never().flatten().unwrap_or_else(|| Err(JoinError::cancelled()))
     }
 }
 
