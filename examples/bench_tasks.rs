@@ -328,7 +328,7 @@ fn main() -> Result<(), Error> {
     let sweep = arg(&args, "--sweep").unwrap_or_else(|| "full".into());
     let out_dir = std::path::PathBuf::from(arg(&args, "--out").unwrap_or_else(|| ".".into()));
     let reps_arg: Option<usize> = arg(&args, "--reps").and_then(|s| s.parse().ok());
-    let device = Device::new()?;
+    let device = Device::builder().always_stage(args.iter().any(|a| a == "--always-stage")).build()?;
     let name = device.info().name.clone();
     let mix = Kernel::new(&device, &kernels::MIX)?;
     let modes: Vec<String> = arg(&args, "--modes")

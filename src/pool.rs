@@ -16,9 +16,9 @@
 
 use crate::buffer::MemoryKind;
 use crate::error::{map_alloc, map_oom, Error, Result};
+use crate::hash::IdMap;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme, Allocator};
-use std::collections::HashMap;
 use std::ptr::NonNull;
 
 /// Buffers up to this size are sub-allocated.
@@ -113,7 +113,7 @@ pub(crate) struct Pool {
     blocks: Vec<Option<(Block, MemoryKind, u32)>>,
     /// Chunks of each block now handed out.
     used: Vec<usize>,
-    free: HashMap<(MemoryKind, u32), Vec<Chunk>>,
+    free: IdMap<(MemoryKind, u32), Vec<Chunk>>,
 }
 
 impl Pool {
@@ -122,16 +122,18 @@ impl Pool {
         (size <= MAX_POOLED).then(|| size.next_power_of_two().trailing_zeros().max(MIN_CLASS_LOG2))
     }
 
+    /// A chunk of `2^class` bytes; the allocator is locked only when a new block is needed.
     pub fn alloc(
         &mut self,
         device: &ash::Device,
-        allocator: &mut Allocator,
+        allocator: &std::sync::Mutex<Allocator>,
         kind: MemoryKind,
         class: u32,
     ) -> Result<Chunk> {
         let list = self.free.entry((kind, class)).or_default();
         if list.is_empty() {
-            let block = Block::new(device, allocator, BLOCK_SIZE, kind)?;
+            let mut alloc = allocator.lock().unwrap_or_else(|p| p.into_inner());
+            let block = Block::new(device, &mut alloc, BLOCK_SIZE, kind)?;
             let index = self.blocks.len();
             let chunk_size = 1u64 << class;
             for i in (0..BLOCK_SIZE / chunk_size).rev() {
