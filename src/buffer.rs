@@ -85,7 +85,7 @@ impl RawBuffer {
         let (buffer, offset, mapped, backing) = match Pool::class_of(size) {
             Some(class) => {
                 let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
-                let chunk = pool.alloc(&shared.device, &*shared.allocator, kind, class)?;
+                let chunk = pool.alloc(&shared.device, &shared.allocator, kind, class)?;
                 (chunk.buffer, chunk.offset, chunk.mapped, Backing::Pooled(chunk))
             }
             None => {
