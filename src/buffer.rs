@@ -85,12 +85,12 @@ impl RawBuffer {
         let (buffer, offset, mapped, backing) = match Pool::class_of(size) {
             Some(class) => {
                 let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
-                let chunk = pool.alloc(&shared.device, &shared.allocator, kind, class)?;
+                let chunk = pool.alloc(shared, &shared.allocator, kind, class)?;
                 (chunk.buffer, chunk.offset, chunk.mapped, Backing::Pooled(chunk))
             }
             None => {
                 let mut alloc = shared.allocator.lock().unwrap_or_else(|p| p.into_inner());
-                let block = Block::new(&shared.device, &mut alloc, size, kind)?;
+                let block = Block::new(shared, &mut alloc, size, kind)?;
                 (block.buffer, 0, block.mapped, Backing::Dedicated(Some(block)))
             }
         };
@@ -174,7 +174,7 @@ impl Drop for RawBuffer {
             Backing::Dedicated(block) => {
                 if let Some(block) = block.take() {
                     let mut alloc = shared.allocator.lock().unwrap_or_else(|p| p.into_inner());
-                    block.destroy(&shared.device, &mut alloc);
+                    block.destroy(shared, &mut alloc);
                 }
             }
         }

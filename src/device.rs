@@ -153,6 +153,11 @@ pub(crate) struct DeviceShared {
     pub allocator: ManuallyDrop<Mutex<Allocator>>,
     /// Blocks that small buffers are carved from (lock order: pool, then allocator).
     pub pool: Mutex<crate::pool::Pool>,
+    /// Bytes of buffer memory allocated in the device-local heap and in the host heap, against
+    /// the heaps' sizes (`budget`); a device without a separate host heap counts both in the
+    /// first.
+    pub heap_used: [AtomicU64; 2],
+    pub heap_size: [u64; 2],
     /// Live `RawBuffer`s and their bytes, for the leak check.
     pub live_buffers: AtomicU64,
     pub live_bytes: AtomicU64,
@@ -212,6 +217,14 @@ impl Device {
         let heaps = &mem.memory_heaps[..mem.memory_heap_count as usize];
         let types = &mem.memory_types[..mem.memory_type_count as usize];
         let largest_heap = heaps.iter().map(|h| h.size).max().unwrap_or(0);
+        let device_local_heap = heaps
+            .iter()
+            .filter(|h| h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))
+            .map(|h| h.size)
+            .max()
+            .unwrap_or(largest_heap);
+        let host_heap =
+            heaps.iter().filter(|h| !h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL)).map(|h| h.size).max();
         let unified_memory = !stage_always
             && types
                 .iter()
@@ -305,6 +318,8 @@ impl Device {
                 lost: AtomicBool::new(false),
                 allocator: ManuallyDrop::new(Mutex::new(allocator)),
                 pool: Mutex::default(),
+                heap_used: [AtomicU64::new(0), AtomicU64::new(0)],
+                heap_size: [device_local_heap, host_heap.unwrap_or(0)],
                 live_buffers: AtomicU64::new(0),
                 live_bytes: AtomicU64::new(0),
                 blocking_pool: Mutex::new(None),
@@ -368,7 +383,7 @@ impl Device {
     pub fn trim(&self) -> u64 {
         let mut pool = self.shared.pool.lock().unwrap_or_else(|p| p.into_inner());
         let mut alloc = self.shared.allocator.lock().unwrap_or_else(|p| p.into_inner());
-        pool.trim(&self.shared.device, &mut alloc)
+        pool.trim(&self.shared, &mut alloc)
     }
 
     /// The last timeline value handed out by a successful submit.
@@ -549,8 +564,11 @@ impl Drop for DeviceShared {
             if let Some(pool) = self.blocking_pool.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
                 pool.destroy(&self.device);
             }
-            let alloc = self.allocator.get_mut().unwrap_or_else(|p| p.into_inner());
-            self.pool.get_mut().unwrap_or_else(|p| p.into_inner()).destroy_all(&self.device, alloc);
+            {
+                let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+                let mut alloc = self.allocator.lock().unwrap_or_else(|p| p.into_inner());
+                pool.destroy_all(self, &mut alloc);
+            }
             ManuallyDrop::drop(&mut self.allocator);
             self.device.destroy_semaphore(self.timeline, None);
             self.device.destroy_device(None);

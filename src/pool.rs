@@ -15,11 +15,13 @@
 //! Blocks are kept for reuse; [`crate::Device::trim`] frees the blocks with no chunk in use.
 
 use crate::buffer::MemoryKind;
+use crate::device::DeviceShared;
 use crate::error::{map_alloc, map_oom, Error, Result};
 use crate::hash::IdMap;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme, Allocator};
 use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
 
 /// Buffers up to this size are sub-allocated.
 pub(crate) const MAX_POOLED: u64 = 4 << 20;
@@ -32,6 +34,8 @@ pub(crate) struct Block {
     allocation: Option<Allocation>,
     pub mapped: Option<NonNull<u8>>,
     pub size: u64,
+    /// Which heap counter of `DeviceShared::heap_used` it is counted in.
+    heap: usize,
 }
 
 // SAFETY: the mapped pointer is owned by the allocation this block holds; the block is only
@@ -41,7 +45,11 @@ unsafe impl Send for Block {}
 unsafe impl Sync for Block {}
 
 impl Block {
-    pub fn new(device: &ash::Device, allocator: &mut Allocator, size: u64, kind: MemoryKind) -> Result<Block> {
+    /// Creates a buffer with its own memory, counted against its heap's size: an allocation that
+    /// would take a heap past its size is [`Error::OutOfDeviceMemory`], whatever the driver
+    /// would do (lavapipe, for one, never refuses).
+    pub fn new(shared: &DeviceShared, allocator: &mut Allocator, size: u64, kind: MemoryKind) -> Result<Block> {
+        let device = &shared.device;
         let info = vk::BufferCreateInfo::default()
             .size(size)
             .usage(
@@ -77,14 +85,27 @@ impl Block {
             return Err(map_oom("vkBindBufferMemory")(e));
         }
         let mapped = allocation.mapped_ptr().map(|p| p.cast::<u8>());
-        Ok(Block { buffer, allocation: Some(allocation), mapped, size })
+        let device_local = allocation.memory_properties().contains(vk::MemoryPropertyFlags::DEVICE_LOCAL);
+        let heap = if device_local || shared.heap_size[1] == 0 { 0 } else { 1 };
+        let bytes = allocation.size();
+        let used = shared.heap_used[heap].fetch_add(bytes, Ordering::Relaxed) + bytes;
+        let block = Block { buffer, allocation: Some(allocation), mapped, size, heap };
+        if used > shared.heap_size[heap] {
+            let limit = shared.heap_size[heap];
+            block.destroy(shared, allocator);
+            return Err(Error::OutOfDeviceMemory(format!(
+                "a {size}-byte buffer would take the heap past its {limit} bytes"
+            )));
+        }
+        Ok(block)
     }
 
     /// Destroys the buffer and frees its memory. The GPU must no longer use it.
-    pub fn destroy(mut self, device: &ash::Device, allocator: &mut Allocator) {
+    pub fn destroy(mut self, shared: &DeviceShared, allocator: &mut Allocator) {
         // SAFETY: the caller guarantees the GPU no longer uses the buffer.
-        unsafe { device.destroy_buffer(self.buffer, None) };
+        unsafe { shared.device.destroy_buffer(self.buffer, None) };
         if let Some(a) = self.allocation.take() {
+            shared.heap_used[self.heap].fetch_sub(a.size(), Ordering::Relaxed);
             if let Err(e) = allocator.free(a) {
                 log::error!("vkasync: freeing buffer memory failed: {e}");
             }
@@ -125,7 +146,7 @@ impl Pool {
     /// A chunk of `2^class` bytes; the allocator is locked only when a new block is needed.
     pub fn alloc(
         &mut self,
-        device: &ash::Device,
+        device: &DeviceShared,
         allocator: &std::sync::Mutex<Allocator>,
         kind: MemoryKind,
         class: u32,
@@ -161,7 +182,7 @@ impl Pool {
     }
 
     /// Frees every block with no chunk in use. Returns the bytes released.
-    pub fn trim(&mut self, device: &ash::Device, allocator: &mut Allocator) -> u64 {
+    pub fn trim(&mut self, device: &DeviceShared, allocator: &mut Allocator) -> u64 {
         let idle: Vec<usize> =
             (0..self.blocks.len()).filter(|&i| self.used[i] == 0 && self.blocks[i].is_some()).collect();
         if idle.is_empty() {
@@ -187,7 +208,7 @@ impl Pool {
 
     /// Frees every block at device destruction. Chunks still in use (leaked after a device loss)
     /// are freed with them: the device is being destroyed.
-    pub fn destroy_all(&mut self, device: &ash::Device, allocator: &mut Allocator) {
+    pub fn destroy_all(&mut self, device: &DeviceShared, allocator: &mut Allocator) {
         self.free.clear();
         for (block, _, _) in self.blocks.drain(..).flatten() {
             block.destroy(device, allocator);

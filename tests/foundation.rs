@@ -288,3 +288,27 @@ fn timestamps_measure_gpu_time() {
     drop((kernel, buf, ts));
     finish(device);
 }
+
+#[test]
+fn an_exhausted_heap_is_a_typed_error() {
+    let device = device();
+    let limit = device.limits().max_buffer_size;
+    let mut held = Vec::new();
+    let mut err = None;
+    // The device's memory is finite: keep allocating the largest buffer until it says so.
+    for _ in 0..64 {
+        match Buffer::<u8>::new(&device, limit as usize, MemoryKind::Device) {
+            Ok(b) => held.push(b),
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        }
+    }
+    let err = err.expect("64 buffers of the largest size fit on the device");
+    assert!(matches!(err, Error::OutOfDeviceMemory(_)), "{err}");
+    drop(held);
+    // Everything is usable again afterwards.
+    Buffer::<u8>::new(&device, 1 << 20, MemoryKind::Device).unwrap();
+    finish(device);
+}
