@@ -325,3 +325,32 @@ fn device_loss_during_a_wait_reaches_every_waiting_task() {
     // leaked: after a loss nothing says when the driver stops touching them.
     assert_eq!(device.memory_report().live_buffers, 3);
 }
+
+#[test]
+fn a_long_recording_phase_is_flushed_at_the_bound() {
+    let (device, mix) = setup();
+    let exec = Executor::builder(&device).max_pending_ops(4).build().unwrap();
+    let (ctx, m, dev) = (exec.context(), mix.clone(), device.clone());
+    let h = exec.spawn(async move {
+        let n = 256;
+        let buf = Buffer::<u32>::new(&dev, n, MemoryKind::Device)?;
+        ctx.upload(&buf, &vec![3u32; n])?;
+        let before = dev.last_submitted();
+        // Ten dependent dispatches recorded without yielding: the GPU gets them in batches of
+        // four while the task is still recording.
+        for _ in 0..10 {
+            ctx.dispatch(&m, [4, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 1]))?;
+        }
+        let during = dev.last_submitted() - before;
+        let out = ctx.read(&buf).await?;
+        assert!(out.iter().all(|&x| x == (0..10).fold(3, |x, _| mix_cpu(x, 1))));
+        Ok::<_, Error>(during)
+    });
+    let during = h.join().unwrap().unwrap();
+    assert!(during >= 2, "only {during} submits while recording");
+    let s = exec.stats();
+    assert_eq!(s.host_waits, 1, "{s}");
+    assert!(s.submits >= 3, "{s}");
+    drop((exec, mix));
+    finish(device);
+}
