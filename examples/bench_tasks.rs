@@ -45,10 +45,11 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-/// The four modes of the comparison, then `executor-eager`: the executor with a flush bound of
-/// 256 recorded commands, so the GPU starts while the host still records (an extra, reported
-/// apart from the targets).
-const MODES: [&str; 5] = ["sequential", "executor", "executor-oldest", "raw-batch", "executor-eager"];
+/// The four modes of the comparison, then two extras reported apart from the targets:
+/// `executor-eager`, the executor with a flush bound of 256 recorded commands, so the GPU starts
+/// while the host still records; `executor-spin`, the default executor reading the counter for
+/// up to 50 µs before it blocks.
+const MODES: [&str; 6] = ["sequential", "executor", "executor-oldest", "raw-batch", "executor-eager", "executor-spin"];
 
 fn mix_cpu(mut x: u32, k: u32) -> u32 {
     for _ in 0..k {
@@ -352,6 +353,7 @@ fn main() -> Result<(), Error> {
     let exec_all = Executor::new(&device)?;
     let exec_oldest = Executor::builder(&device).wait_policy(WaitPolicy::Oldest).build()?;
     let exec_eager = Executor::builder(&device).max_pending_ops(256).build()?;
+    let exec_spin = Executor::builder(&device).spin_before_wait(std::time::Duration::from_micros(50)).build()?;
     let raw = RawBatch::new(&device);
     // Warm-up: compile the pipeline on the driver.
     run_sequential(&device, &mix, 1, 64, 1, &expected(1, 64, 1))?;
@@ -378,6 +380,7 @@ fn main() -> Result<(), Error> {
                     "executor" => Some(run_executor(&exec_all, &mix, tasks, n, k, &want)?),
                     "executor-oldest" => Some(run_executor(&exec_oldest, &mix, tasks, n, k, &want)?),
                     "executor-eager" => Some(run_executor(&exec_eager, &mix, tasks, n, k, &want)?),
+                    "executor-spin" => Some(run_executor(&exec_spin, &mix, tasks, n, k, &want)?),
                     _ => Some(raw.run(&mix, tasks, n, k, &want)?),
                 };
                 if let (Some(b), true) = (b, rep > 0) {
@@ -417,6 +420,7 @@ fn main() -> Result<(), Error> {
     eprintln!("executor {}", exec_all.stats());
     eprintln!("executor-oldest {}", exec_oldest.stats());
     eprintln!("executor-eager {}", exec_eager.stats());
+    eprintln!("executor-spin {}", exec_spin.stats());
 
     std::fs::create_dir_all(&out_dir).ok();
     let mut csv = String::from("device,lp_num_threads,mode,T,n,K,reps,median_us_per_task,min_us_per_task,max_us_per_task,peak_heap_bytes_per_in_flight_task\n");
@@ -449,7 +453,7 @@ fn plot(rows: &[Row], device: &str, path: &std::path::Path) {
     let root = SVGBackend::new(path, (1100, 480)).into_drawing_area();
     root.fill(&WHITE).unwrap();
     let panels = root.split_evenly((1, 2));
-    let colors = [RED, BLUE, GREEN, BLACK, MAGENTA];
+    let colors = [RED, BLUE, GREEN, BLACK, MAGENTA, CYAN];
     for (panel, k) in panels.iter().zip([1u32, 1000]) {
         let pts = |mode: &str| -> Vec<(f64, f64)> {
             rows.iter()

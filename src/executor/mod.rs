@@ -135,7 +135,8 @@ pub struct Stats {
     pub flushes: u64,
     /// `vkQueueSubmit` calls.
     pub submits: u64,
-    /// Times the executor blocked in `vkWaitSemaphores`.
+    /// Times the executor blocked in `vkWaitSemaphores` (a wait that an optional spin on the
+    /// counter satisfied does not count).
     pub host_waits: u64,
     /// Pipeline barriers recorded.
     pub barriers: u64,
@@ -162,6 +163,7 @@ pub struct ExecutorBuilder {
     policy: WaitPolicy,
     timeout: Option<Duration>,
     max_pending: usize,
+    spin: Duration,
 }
 
 impl ExecutorBuilder {
@@ -178,16 +180,25 @@ impl ExecutorBuilder {
         self
     }
 
-    /// Flush once this many commands are recorded but not submitted (default 65,536; at least 1).
+    /// Flush once this many commands are recorded but not submitted (default 4,096; at least 1).
     pub fn max_pending_ops(mut self, n: usize) -> Self {
         self.max_pending = n.max(1);
+        self
+    }
+
+    /// Before blocking in `vkWaitSemaphores`, read the timeline counter for up to this long
+    /// (default zero: block at once). A wait satisfied by reading is not a host wait. See
+    /// `BENCHMARKS.md` for what it gives.
+    pub fn spin_before_wait(mut self, spin: Duration) -> Self {
+        self.spin = spin;
         self
     }
 
     /// Creates the executor.
     pub fn build(self) -> Result<Executor> {
         let backend = VulkanBackend::new(&self.device)?;
-        let options = Options { policy: self.policy, timeout: self.timeout, max_pending: self.max_pending };
+        let options =
+            Options { policy: self.policy, timeout: self.timeout, max_pending: self.max_pending, spin: self.spin };
         Ok(Executor { shared: Shared::new(backend, options), device: self.device })
     }
 }
@@ -220,7 +231,13 @@ impl Executor {
 
     /// A builder for the options.
     pub fn builder(device: &Device) -> ExecutorBuilder {
-        ExecutorBuilder { device: device.clone(), policy: WaitPolicy::All, timeout: None, max_pending: 65_536 }
+        ExecutorBuilder {
+            device: device.clone(),
+            policy: WaitPolicy::All,
+            timeout: None,
+            max_pending: 4096,
+            spin: Duration::ZERO,
+        }
     }
 
     /// The device.

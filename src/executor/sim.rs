@@ -293,7 +293,8 @@ fn simulate(
         values: Vec::new(),
     };
     let timeout = (faults.timeout_per_mille > 0).then(|| Duration::from_millis(1));
-    let shared = Shared::new(backend, Options { policy, timeout, max_pending });
+    let spin = if seed % 3 == 0 { Duration::from_micros(1) } else { Duration::ZERO };
+    let shared = Shared::new(backend, Options { policy, timeout, max_pending, spin });
     let world = Rc::new(RefCell::new(World::default()));
     let next_op = Rc::new(RefCell::new(0));
     let no_faults = faults.fail_submit_per_mille == 0 && faults.timeout_per_mille == 0 && faults.lose_at_call.is_none();
