@@ -354,3 +354,19 @@ fn a_long_recording_phase_is_flushed_at_the_bound() {
     drop((exec, mix));
     finish(device);
 }
+
+#[test]
+fn a_spin_before_waiting_can_replace_the_blocking_wait() {
+    let (device, mix) = setup();
+    let exec = Executor::builder(&device).spin_before_wait(std::time::Duration::from_secs(5)).build().unwrap();
+    let a = exec.spawn(mix_task(exec.context(), mix.clone(), 1, 100, 2));
+    let b = exec.spawn(mix_task(exec.context(), mix.clone(), 2, 100, 2));
+    exec.run();
+    assert_eq!(a.join().unwrap().unwrap(), expected(1, 100, 2));
+    assert_eq!(b.join().unwrap().unwrap(), expected(2, 100, 2));
+    let s = exec.stats();
+    // Tiny work finishes within the spin: no blocking wait at all.
+    assert_eq!((s.submits, s.host_waits), (1, 0), "{s}");
+    drop((exec, mix));
+    finish(device);
+}
