@@ -5,7 +5,8 @@
 //              rk[15] (uvec4): the expanded key schedule, round r = FIPS-197 w[4r..4r+3]
 //              (w = b0<<24|b1<<16|b2<<8|b3), zero past round nr (60 words in all);
 //              te0[64] (uvec4): the 256 words of Te0 (see include/aes.glsl), Te0[e] =
-//              te0[e/4][e%4]. On NVIDIA the round keys become constant-bank operands.
+//              te0[e/4][e%4]. (The same bytes bound as a storage buffer ran 3% slower on the
+//              H200.)
 //   binding 1 (set 0): storage buffer Data, read and written in place: the stream bytes packed
 //              little-endian into u32 (byte j = (word[j/4] >> (8*(j%4))) & 0xff), padded by the
 //              host to a multiple of 16 bytes.  Declared as uvec4 data[] (one AES block each);

@@ -132,6 +132,8 @@ struct AesKernel {
     key_kind: BindingKind,
     /// Blocks per invocation; `None`: [`host::aes_blocks_per_invocation`] decides per call.
     per_invocation: Option<u32>,
+    /// The workgroups to keep per dispatch before P grows ([`host::AES_TARGET_GROUPS_GPU`]).
+    target_groups: u64,
 }
 
 impl AesKernel {
@@ -141,7 +143,16 @@ impl AesKernel {
         let key_kind = kernel.reflection().bindings.first().map_or(BindingKind::Uniform, |b| b.kind);
         let per_invocation =
             if v1 { Some(1) } else { per_invocation.map(|p| p.clamp(1, host::AES_MAX_BLOCKS_PER_INVOCATION)) };
-        Ok(AesKernel { kernel, v1, key_kind, per_invocation })
+        let target_groups = match device.info().device_type {
+            crate::DeviceType::Cpu => host::AES_TARGET_GROUPS_CPU,
+            _ => host::AES_TARGET_GROUPS_GPU,
+        };
+        Ok(AesKernel { kernel, v1, key_kind, per_invocation, target_groups })
+    }
+
+    /// Blocks per invocation for `blocks` blocks in one buffer.
+    fn blocks_per_invocation(&self, blocks: u64) -> u32 {
+        self.per_invocation.unwrap_or_else(|| host::aes_blocks_per_invocation(blocks, self.target_groups))
     }
 
     /// Binding 0: the key buffer, bound the way the kernel declares it.
@@ -201,11 +212,7 @@ impl Crypto {
     #[doc(hidden)]
     pub fn aes_kernel_choice(&self, byte_len: usize) -> (&str, u32) {
         let blocks = byte_len.div_ceil(16) as u64;
-        let per_inv = self
-            .aes
-            .per_invocation
-            .unwrap_or_else(|| host::aes_blocks_per_invocation(blocks, host::AES_MAX_BLOCKS_PER_INVOCATION));
-        (self.aes.kernel.name(), per_inv)
+        (self.aes.kernel.name(), self.aes.blocks_per_invocation(blocks))
     }
 
     /// For tests: split the data of [`Crypto::prepare_aes_ctr`] and the batches of
@@ -277,9 +284,7 @@ impl Crypto {
             let args = [aes.key_arg(key), Arg::storage(data)];
             return self.dispatch_split(rec, &aes.kernel, blocks, host::LOCAL_SIZE, &args, &mut push, 6);
         }
-        let per_inv = aes
-            .per_invocation
-            .unwrap_or_else(|| host::aes_blocks_per_invocation(blocks as u64, host::AES_MAX_BLOCKS_PER_INVOCATION));
+        let per_inv = aes.blocks_per_invocation(blocks as u64);
         let mut push = [blocks, key.rounds, c[0], c[1], c[2], c[3], 0, per_inv];
         let args = [aes.key_arg(key), Arg::storage(data)];
         self.dispatch_split(rec, &aes.kernel, blocks, host::LOCAL_SIZE * per_inv, &args, &mut push, 6)

@@ -428,9 +428,6 @@ fn every_aes_kernel_variant_and_blocks_per_invocation_agree() {
             (&kernels::AES_CTR_C16, Some(5)),
             (&kernels::AES_CTR_C16, None),
             (&kernels::AES_CTR_V1, None),
-            (&kernels::AES_CTR_X_SSBO, Some(2)),
-            (&kernels::AES_CTR_X_BYTE, Some(2)),
-            (&kernels::AES_CTR_X_SSBO_BYTE, Some(2)),
         ] {
             // Two workgroups per dispatch, so that several blocks per invocation meet dispatch
             // splitting too (3000 blocks at 3 per invocation: 768 per group, 2 dispatches).

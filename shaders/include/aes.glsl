@@ -34,8 +34,6 @@
 #define AES_TABLE_COPIES_LOG2 5
 #endif
 #define AES_TABLE_COPIES (1u << AES_TABLE_COPIES_LOG2)
-// The bits of a table-word index that select the entry.
-#define AES_ENTRY_MASK (0xffu << AES_TABLE_COPIES_LOG2)
 
 shared uint aes_sT[256u * AES_TABLE_COPIES];
 
@@ -53,20 +51,13 @@ uint aes_lane() {
     return gl_LocalInvocationID.x & (AES_TABLE_COPIES - 1u);
 }
 
-// The table-word index of Te0[byte k of w] in copy `lane`, for k = 3 (bits 24..31) .. 0.
-#ifdef AES_INDEX_BYTE_FIRST
-// Extract the byte, then shift it into place (as aes_v1.glsl does).
+// The table-word index of Te0[byte k of w] in copy `lane`, for k = 3 (bits 24..31) .. 0:
+// extract the byte, then shift it into place. (Written as one shift and one and-or, e.g.
+// ((w >> 11) & 0x1fe0) | lane, the kernel ran 20% slower on the H200: see BENCHMARKS.md.)
 uint aes_i3(uint w, uint lane) { return ((w >> 24) << AES_TABLE_COPIES_LOG2) | lane; }
 uint aes_i2(uint w, uint lane) { return (((w >> 16) & 0xffu) << AES_TABLE_COPIES_LOG2) | lane; }
 uint aes_i1(uint w, uint lane) { return (((w >> 8) & 0xffu) << AES_TABLE_COPIES_LOG2) | lane; }
 uint aes_i0(uint w, uint lane) { return ((w & 0xffu) << AES_TABLE_COPIES_LOG2) | lane; }
-#else
-// One shift and one and-or each, with no separate byte extraction.
-uint aes_i3(uint w, uint lane) { return ((w >> (24 - AES_TABLE_COPIES_LOG2)) & AES_ENTRY_MASK) | lane; }
-uint aes_i2(uint w, uint lane) { return ((w >> (16 - AES_TABLE_COPIES_LOG2)) & AES_ENTRY_MASK) | lane; }
-uint aes_i1(uint w, uint lane) { return ((w >> (8 - AES_TABLE_COPIES_LOG2)) & AES_ENTRY_MASK) | lane; }
-uint aes_i0(uint w, uint lane) { return ((w << AES_TABLE_COPIES_LOG2) & AES_ENTRY_MASK) | lane; }
-#endif
 
 uint aes_ror8(uint x) { return (x >> 8) | (x << 24); }
 uint aes_ror16(uint x) { return (x >> 16) | (x << 16); }

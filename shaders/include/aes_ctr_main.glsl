@@ -1,7 +1,5 @@
 // aes_ctr_main.glsl: the body of aes_ctr.comp and aes_ctr_c16.comp (which differ only in
 // AES_TABLE_COPIES_LOG2); the interface is documented in aes_ctr.comp.
-// Define AES_KEYS_IN_STORAGE to read binding 0 as a storage buffer instead of a uniform buffer
-// (same bytes), AES_INDEX_BYTE_FIRST for aes_v1.glsl's table-index arithmetic.
 #ifndef VKASYNC_AES_CTR_MAIN_GLSL
 #define VKASYNC_AES_CTR_MAIN_GLSL
 
@@ -9,20 +7,10 @@ layout(local_size_x = 256) in;
 
 #include "aes.glsl"
 
-#ifdef AES_KEYS_IN_STORAGE
-// The same 316 words as a storage buffer.
-layout(std430, set = 0, binding = 0) readonly buffer AesKeyTables {
-    uvec4 rk[15]; // round key r = FIPS-197 w[4r..4r+3]; rounds past nr are zero
-    uint te0[256];
-};
-#define AES_TE0_AT(e) te0[e]
-#else
 layout(std140, set = 0, binding = 0) uniform AesKeyTables {
     uvec4 rk[15];  // round key r = FIPS-197 w[4r..4r+3]; rounds past nr are zero
     uvec4 te0[64]; // Te0[e] = te0[e / 4][e % 4]
 };
-#define AES_TE0_AT(e) te0[(e) >> 2][(e) & 3u]
-#endif
 layout(std430, set = 0, binding = 1) buffer Data { uvec4 data[]; };
 
 layout(push_constant) uniform Push {
@@ -74,7 +62,7 @@ void aes_ctr_blocks(uint first, uint nrounds, uint lane) {
 void main() {
     // Every invocation helps fill the shared table before any early return.
     for (uint e = gl_LocalInvocationID.x; e < 256u; e += gl_WorkGroupSize.x) {
-        aes_table_store(e, AES_TE0_AT(e));
+        aes_table_store(e, te0[e >> 2][e & 3u]);
     }
     barrier();
 

@@ -34,20 +34,24 @@ pub fn dispatches(count: u32, per_group: u32, max_groups: u32) -> impl Iterator<
 /// Most AES blocks one `aes_ctr` invocation handles (the push constant `per_inv`).
 pub const AES_MAX_BLOCKS_PER_INVOCATION: u32 = 64;
 
-/// The workgroups a dispatch should have at least, when the input allows, before
-/// [`aes_blocks_per_invocation`] gives invocations more than one block: a few times what a
-/// large GPU holds at once (an H200 holds about 132 SMs x 7 groups of `aes_ctr`).
-pub const AES_TARGET_GROUPS: u64 = 4096;
+/// The workgroups an `aes_ctr` dispatch should have at least, when the input allows, before
+/// [`aes_blocks_per_invocation`] gives invocations more than one block, on a GPU: several times
+/// what a large GPU holds at once (an H200 holds at most 132 SMs x 7 groups of `aes_ctr`, by
+/// shared memory). On the H200, 256 MiB of AES-128 (P = 8 with this target) ran 15% faster at
+/// P = 8 than at P = 1 (BENCHMARKS.md).
+pub const AES_TARGET_GROUPS_GPU: u64 = 8192;
+
+/// [`AES_TARGET_GROUPS_GPU`] for a device that runs on the host CPU (lavapipe), whose
+/// parallelism is its thread count: there P >= 4 ran about 1.5 times as fast as P = 1.
+pub const AES_TARGET_GROUPS_CPU: u64 = 64;
 
 /// Blocks per invocation for `blocks` AES blocks (the push constant `per_inv`): the largest
-/// power of two up to `cap` that still leaves [`AES_TARGET_GROUPS`] workgroups, at least 1. Each
-/// workgroup fills its 32 KiB table once, so more blocks per invocation amortise that fill, but
-/// too few workgroups would leave a large GPU idle.
-pub fn aes_blocks_per_invocation(blocks: u64, cap: u32) -> u32 {
+/// power of two up to [`AES_MAX_BLOCKS_PER_INVOCATION`] that still leaves `target_groups`
+/// workgroups, at least 1. Each workgroup fills its 32 KiB table once, so more blocks per
+/// invocation amortise that fill, but too few workgroups would leave a large GPU idle.
+pub fn aes_blocks_per_invocation(blocks: u64, target_groups: u64) -> u32 {
     let mut p = 1u32;
-    while p * 2 <= cap.min(AES_MAX_BLOCKS_PER_INVOCATION)
-        && blocks >= AES_TARGET_GROUPS * LOCAL_SIZE as u64 * (p as u64 * 2)
-    {
+    while p < AES_MAX_BLOCKS_PER_INVOCATION && blocks >= target_groups * LOCAL_SIZE as u64 * (2 * p as u64) {
         p *= 2;
     }
     p
@@ -464,14 +468,17 @@ mod tests {
 
     #[test]
     fn aes_blocks_per_invocation_keeps_enough_groups() {
-        let min = AES_TARGET_GROUPS * LOCAL_SIZE as u64;
-        assert_eq!(aes_blocks_per_invocation(0, 64), 1);
-        assert_eq!(aes_blocks_per_invocation(2 * min - 1, 64), 1);
-        assert_eq!(aes_blocks_per_invocation(2 * min, 64), 2);
-        assert_eq!(aes_blocks_per_invocation(16 * min, 64), 16);
-        assert_eq!(aes_blocks_per_invocation(16 * min, 4), 4);
-        assert_eq!(aes_blocks_per_invocation(u32::MAX as u64, 1000), AES_MAX_BLOCKS_PER_INVOCATION);
-        assert_eq!(aes_blocks_per_invocation(u32::MAX as u64, 0), 1);
+        let t = AES_TARGET_GROUPS_GPU;
+        let min = t * LOCAL_SIZE as u64;
+        assert_eq!(aes_blocks_per_invocation(0, t), 1);
+        assert_eq!(aes_blocks_per_invocation(2 * min - 1, t), 1);
+        assert_eq!(aes_blocks_per_invocation(2 * min, t), 2);
+        assert_eq!(aes_blocks_per_invocation(16 * min, t), 16);
+        // 256 MiB on a GPU: P = 8, 8192 groups.
+        assert_eq!(aes_blocks_per_invocation(1 << 24, t), 8);
+        assert_eq!(aes_blocks_per_invocation(u32::MAX as u64, t), AES_MAX_BLOCKS_PER_INVOCATION);
+        assert_eq!(aes_blocks_per_invocation(1 << 20, AES_TARGET_GROUPS_CPU), AES_MAX_BLOCKS_PER_INVOCATION);
+        assert_eq!(aes_blocks_per_invocation(1 << 20, 0), AES_MAX_BLOCKS_PER_INVOCATION);
     }
 
     #[test]
