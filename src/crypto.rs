@@ -102,33 +102,86 @@ mod host;
 
 pub use host::{ctr_add, digest_bytes, pack_le_words, unpack_le_words};
 
-use crate::{kernels, Arg, Buffer, CommandList, Device, Error, Kernel, MemoryKind, Readback, Recorder, Result};
+use crate::{
+    kernels, Arg, BindingKind, Buffer, CommandList, Device, Error, Kernel, KernelSource, MemoryKind, Readback,
+    Recorder, Result,
+};
 use std::ops::Range;
 
 /// The three crypto pipelines of one device. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Crypto {
     device: Device,
-    aes_ctr: Kernel,
+    aes: AesKernel,
     sha256: Kernel,
     hmac: Kernel,
     /// Most workgroups per dispatch; more work is split over several dispatches.
     max_groups: u32,
+    /// Most bytes of one buffer made by the `prepare_*` functions (a multiple of 16): longer
+    /// AES data or message batches are split over several buffers.
+    chunk_bytes: usize,
+}
+
+/// The AES-CTR pipeline and how to drive it.
+#[derive(Debug, Clone)]
+struct AesKernel {
+    kernel: Kernel,
+    /// `aes_ctr_v1`'s interface (28 bytes of push constants, one block per invocation).
+    v1: bool,
+    /// How binding 0 (key schedule and T-table) is bound: a uniform buffer for `aes_ctr`.
+    key_kind: BindingKind,
+    /// Blocks per invocation; `None`: [`host::aes_blocks_per_invocation`] decides per call.
+    per_invocation: Option<u32>,
+    /// The workgroups to keep per dispatch before P grows ([`host::AES_TARGET_GROUPS_GPU`]).
+    target_groups: u64,
+}
+
+impl AesKernel {
+    fn new(device: &Device, source: &KernelSource, per_invocation: Option<u32>) -> Result<Self> {
+        let kernel = Kernel::new(device, source)?;
+        let v1 = kernel.push_constant_size() == 28;
+        let key_kind = kernel.reflection().bindings.first().map_or(BindingKind::Uniform, |b| b.kind);
+        let per_invocation =
+            if v1 { Some(1) } else { per_invocation.map(|p| p.clamp(1, host::AES_MAX_BLOCKS_PER_INVOCATION)) };
+        let target_groups = match device.info().device_type {
+            crate::DeviceType::Cpu => host::AES_TARGET_GROUPS_CPU,
+            _ => host::AES_TARGET_GROUPS_GPU,
+        };
+        Ok(AesKernel { kernel, v1, key_kind, per_invocation, target_groups })
+    }
+
+    /// Blocks per invocation for `blocks` blocks in one buffer.
+    fn blocks_per_invocation(&self, blocks: u64) -> u32 {
+        self.per_invocation.unwrap_or_else(|| host::aes_blocks_per_invocation(blocks, self.target_groups))
+    }
+
+    /// Binding 0: the key buffer, bound the way the kernel declares it.
+    fn key_arg(&self, key: &AesKeyBuffer) -> Arg {
+        match self.key_kind {
+            BindingKind::Storage => Arg::storage(&key.buffer),
+            BindingKind::Uniform => Arg::uniform(&key.buffer),
+        }
+    }
 }
 
 impl Crypto {
     /// Creates the AES-CTR, SHA-256 and HMAC-SHA256 pipelines on `device`.
     ///
-    /// The AES kernel uses 32 KiB of shared memory per workgroup (the Vulkan minimum limit is
-    /// 16 KiB; lavapipe has exactly 32 KiB, desktop GPUs 48 KiB or more).
+    /// The AES kernel uses 32 KiB of shared memory per workgroup (`kernels::AES_CTR`; lavapipe
+    /// has exactly 32 KiB, desktop GPUs 48 KiB or more). On a device with less (the Vulkan
+    /// minimum is 16 KiB) it uses `kernels::AES_CTR_C16`, the same kernel with 16 KiB.
     pub fn new(device: &Device) -> Result<Self> {
-        let max_groups = host::MAX_GROUPS.min(device.limits().max_compute_work_group_count[0]);
+        let limits = device.limits();
+        let max_groups = host::MAX_GROUPS.min(limits.max_compute_work_group_count[0]);
+        let aes =
+            if limits.max_compute_shared_memory_size >= 32 * 1024 { &kernels::AES_CTR } else { &kernels::AES_CTR_C16 };
         Ok(Crypto {
             device: device.clone(),
-            aes_ctr: Kernel::new(device, &kernels::AES_CTR)?,
+            aes: AesKernel::new(device, aes, None)?,
             sha256: Kernel::new(device, &kernels::SHA256_BATCH)?,
             hmac: Kernel::new(device, &kernels::HMAC_SHA256_BATCH)?,
             max_groups,
+            chunk_bytes: chunk_limit(device),
         })
     }
 
@@ -145,18 +198,47 @@ impl Crypto {
         self
     }
 
-    /// Records `count` invocations of `kernel` as as many dispatches as the group cap needs,
-    /// writing each dispatch's first item into `push[base_at]`.
+    /// For benchmarks and tests: drive AES-CTR with another build of the kernel (`kernels::AES_CTR`,
+    /// `kernels::AES_CTR_C16` or the first version `kernels::AES_CTR_V1`) and a fixed number of
+    /// blocks per invocation (`None`: chosen per call; ignored by `AES_CTR_V1`).
+    #[doc(hidden)]
+    pub fn with_aes_kernel(mut self, source: &KernelSource, blocks_per_invocation: Option<u32>) -> Result<Self> {
+        self.aes = AesKernel::new(&self.device, source, blocks_per_invocation)?;
+        Ok(self)
+    }
+
+    /// For benchmarks: the AES kernel in use and the blocks per invocation it gets for
+    /// `byte_len` bytes in one buffer.
+    #[doc(hidden)]
+    pub fn aes_kernel_choice(&self, byte_len: usize) -> (&str, u32) {
+        let blocks = byte_len.div_ceil(16) as u64;
+        (self.aes.kernel.name(), self.aes.blocks_per_invocation(blocks))
+    }
+
+    /// For tests: split the data of [`Crypto::prepare_aes_ctr`] and the batches of
+    /// [`Crypto::prepare_sha256_many`] / [`Crypto::prepare_hmac_sha256_many`] into buffers of at
+    /// most `bytes` (rounded down to whole blocks, at least one block; the default is the
+    /// device's `maxStorageBufferRange`).
+    #[doc(hidden)]
+    pub fn with_chunk_bytes(mut self, bytes: usize) -> Self {
+        self.chunk_bytes = (bytes / 16 * 16).clamp(16, chunk_limit(&self.device));
+        self
+    }
+
+    /// Records `count` items of `kernel` (`per_group` per workgroup) as as many dispatches as
+    /// the group cap needs, writing each dispatch's first item into `push[base_at]`.
+    #[allow(clippy::too_many_arguments)]
     fn dispatch_split<R: Recorder + ?Sized>(
         &self,
         rec: &mut R,
         kernel: &Kernel,
         count: u32,
+        per_group: u32,
         args: &[Arg],
         push: &mut [u32],
         base_at: usize,
     ) -> Result<()> {
-        for (base, groups) in host::dispatches(count, self.max_groups) {
+        for (base, groups) in host::dispatches(count, per_group, self.max_groups) {
             push[base_at] = base;
             rec.dispatch(kernel, [groups, 1, 1], args, bytemuck::cast_slice(push))?;
         }
@@ -196,8 +278,16 @@ impl Crypto {
             Error::InvalidArgument(format!("AES-CTR over {blocks} blocks: at most 2^32 - 1 blocks per call"))
         })?;
         let c = host::ctr_words(iv);
-        let mut push = [blocks, key.rounds, c[0], c[1], c[2], c[3], 0];
-        self.dispatch_split(rec, &self.aes_ctr, blocks, &[Arg::storage(&key.buffer), Arg::storage(data)], &mut push, 6)
+        let aes = &self.aes;
+        if aes.v1 {
+            let mut push = [blocks, key.rounds, c[0], c[1], c[2], c[3], 0];
+            let args = [aes.key_arg(key), Arg::storage(data)];
+            return self.dispatch_split(rec, &aes.kernel, blocks, host::LOCAL_SIZE, &args, &mut push, 6);
+        }
+        let per_inv = aes.blocks_per_invocation(blocks as u64);
+        let mut push = [blocks, key.rounds, c[0], c[1], c[2], c[3], 0, per_inv];
+        let args = [aes.key_arg(key), Arg::storage(data)];
+        self.dispatch_split(rec, &aes.kernel, blocks, host::LOCAL_SIZE * per_inv, &args, &mut push, 6)
     }
 
     /// Records SHA-256 of every message of `index` (byte ranges of `messages`, packed
@@ -217,7 +307,7 @@ impl Crypto {
         let n = check_batch(messages, index, digests)?;
         let mut push = [n, 0];
         let args = [Arg::storage(messages), Arg::storage(&index.buffer), Arg::storage(digests)];
-        self.dispatch_split(rec, &self.sha256, n, &args, &mut push, 1)
+        self.dispatch_split(rec, &self.sha256, n, host::LOCAL_SIZE, &args, &mut push, 1)
     }
 
     /// Records HMAC-SHA256 under `key` of every message of `index`, exactly like
@@ -236,13 +326,17 @@ impl Crypto {
         push[2..10].copy_from_slice(&key.inner);
         push[10..18].copy_from_slice(&key.outer);
         let args = [Arg::storage(messages), Arg::storage(&index.buffer), Arg::storage(digests)];
-        self.dispatch_split(rec, &self.hmac, n, &args, &mut push, 1)
+        self.dispatch_split(rec, &self.hmac, n, host::LOCAL_SIZE, &args, &mut push, 1)
     }
 
     // ------------------------------------------------------------------ prepare / finish
 
     /// Uploads `data`, records AES-CTR over it and its read-back. [`PendingAesCtr::finish`]
     /// gives the result once the recorder's work has completed. Empty `data` records nothing.
+    ///
+    /// Data longer than one dispatch can bind (`maxStorageBufferRange`: 128 MiB on lavapipe) is
+    /// split into several buffers, each encrypted from its own counter block (`iv` plus the
+    /// chunk's first block), which gives the same stream as one buffer.
     pub fn prepare_aes_ctr<R: Recorder + ?Sized>(
         &self,
         rec: &mut R,
@@ -251,18 +345,37 @@ impl Crypto {
         data: &[u8],
     ) -> Result<PendingAesCtr> {
         if data.is_empty() {
-            return Ok(PendingAesCtr { readback: None, len: 0 });
+            return Ok(PendingAesCtr { readbacks: Vec::new(), len: 0 });
         }
-        let words = pack_le_words(data, 16);
-        let buffer = Buffer::<u32>::new(rec.device(), words.len(), MemoryKind::Device)?;
-        rec.upload(&buffer, &words)?;
         let key = key.upload(rec)?;
-        self.record_aes_ctr(rec, &key, iv, &buffer, data.len())?;
-        Ok(PendingAesCtr { readback: Some(rec.read_back(&buffer)?), len: data.len() })
+        let mut readbacks = Vec::with_capacity(data.len().div_ceil(self.chunk_bytes));
+        for (k, chunk) in data.chunks(self.chunk_bytes).enumerate() {
+            let words = 4 * chunk.len().div_ceil(16);
+            let buffer = Buffer::<u32>::new(rec.device(), words, MemoryKind::Device)?;
+            // Whole words straight from `data` where the host allows it (no copy here); the
+            // rest packed and zero-padded to the end of the last block.
+            let direct = host::as_le_words(chunk).unwrap_or(&[]);
+            if !direct.is_empty() {
+                rec.upload(&buffer, direct)?;
+            }
+            let mut tail = pack_le_words(&chunk[4 * direct.len()..], 1);
+            tail.resize(words - direct.len(), 0);
+            if !tail.is_empty() {
+                rec.upload_at(&buffer, direct.len(), &tail)?;
+            }
+            let counter = ctr_add(iv, (k * self.chunk_bytes / 16) as u64);
+            self.record_aes_ctr(rec, &key, &counter, &buffer, chunk.len())?;
+            readbacks.push((rec.read_back(&buffer)?, chunk.len()));
+        }
+        Ok(PendingAesCtr { readbacks, len: data.len() })
     }
 
     /// Uploads `messages` as one batch and records their SHA-256 and its read-back. No
     /// messages records nothing (and finishes as an empty vector).
+    ///
+    /// A batch whose bytes (or digests) do not fit in one buffer that a dispatch can bind
+    /// (`maxStorageBufferRange`: 128 MiB on lavapipe) is split into several batches of
+    /// consecutive messages. A single message longer than that is [`Error::TooLarge`].
     pub fn prepare_sha256_many<R: Recorder + ?Sized, M: AsRef<[u8]>>(
         &self,
         rec: &mut R,
@@ -288,17 +401,28 @@ impl Crypto {
         key: Option<&HmacKey>,
         messages: &[M],
     ) -> Result<PendingDigests> {
-        if messages.is_empty() {
-            return Ok(PendingDigests { readback: None });
+        let mut readbacks = Vec::new();
+        let mut rest = messages;
+        while !rest.is_empty() {
+            let n = batch_prefix(rest, self.chunk_bytes);
+            let (part, tail) = rest.split_at(n);
+            rest = tail;
+            if let [m] = part {
+                if m.as_ref().len() > self.chunk_bytes {
+                    let limit = self.chunk_bytes as u64;
+                    return Err(Error::TooLarge { what: "message", requested: m.as_ref().len() as u64, limit });
+                }
+            }
+            let batch = MessageBatch::new(part)?;
+            let on_device = batch.upload(rec)?;
+            let digests = Buffer::<[u32; 8]>::new(rec.device(), batch.len(), MemoryKind::Device)?;
+            match key {
+                None => self.record_sha256(rec, &on_device.bytes, &on_device.index, &digests)?,
+                Some(key) => self.record_hmac_sha256(rec, key, &on_device.bytes, &on_device.index, &digests)?,
+            }
+            readbacks.push(rec.read_back(&digests)?);
         }
-        let batch = MessageBatch::new(messages)?;
-        let on_device = batch.upload(rec)?;
-        let digests = Buffer::<[u32; 8]>::new(rec.device(), batch.len(), MemoryKind::Device)?;
-        match key {
-            None => self.record_sha256(rec, &on_device.bytes, &on_device.index, &digests)?,
-            Some(key) => self.record_hmac_sha256(rec, key, &on_device.bytes, &on_device.index, &digests)?,
-        }
-        Ok(PendingDigests { readback: Some(rec.read_back(&digests)?) })
+        Ok(PendingDigests { readbacks })
     }
 
     /// Encrypt-then-MAC of `records` in one recording: the records are uploaded into one buffer,
@@ -477,6 +601,29 @@ fn check_batch(messages: &Buffer<u32>, index: &MessageIndex, digests: &Buffer<[u
     u32::try_from(index.len).map_err(|_| Error::InvalidArgument("more than 2^32 - 1 messages in one batch".into()))
 }
 
+/// How many of the first `messages` go into one batch whose buffers hold at most `limit` bytes:
+/// the message bytes, 8 index bytes and 32 digest bytes per message each within `limit`. At
+/// least one (a message too long alone fails later, when its buffer is bound).
+fn batch_prefix<M: AsRef<[u8]>>(messages: &[M], limit: usize) -> usize {
+    let max_count = (limit / 32).max(1);
+    let mut bytes = 0usize;
+    for (i, m) in messages.iter().enumerate() {
+        bytes = bytes.saturating_add(m.as_ref().len());
+        if i > 0 && (bytes > limit || i >= max_count) {
+            return i;
+        }
+    }
+    messages.len()
+}
+
+/// The most bytes of AES data one buffer of [`Crypto::prepare_aes_ctr`] holds on `device`: what
+/// one dispatch can bind and one buffer can be, in whole blocks.
+fn chunk_limit(device: &Device) -> usize {
+    let limits = device.limits();
+    let bytes = limits.max_storage_buffer_range.min(limits.max_buffer_size).min(usize::MAX as u64) as usize;
+    (bytes / 16 * 16).max(16)
+}
+
 fn too_large(what: &'static str, requested: u64) -> Error {
     Error::TooLarge { what, requested, limit: u32::MAX as u64 }
 }
@@ -526,11 +673,12 @@ impl AesKey {
         self.rounds
     }
 
-    /// Uploads the key schedule into a new device buffer, which any number of
-    /// [`Crypto::record_aes_ctr`] calls can then share.
+    /// Uploads the key schedule (with the kernel's T-table, 1264 bytes in all) into a new device
+    /// buffer, which any number of [`Crypto::record_aes_ctr`] calls can then share.
     pub fn upload<R: Recorder + ?Sized>(&self, rec: &mut R) -> Result<AesKeyBuffer> {
-        let buffer = Buffer::new(rec.device(), self.schedule.len(), MemoryKind::Device)?;
-        rec.upload(&buffer, &self.schedule)?;
+        let words = host::aes_key_tables(&self.schedule);
+        let buffer = Buffer::new(rec.device(), words.len(), MemoryKind::Device)?;
+        rec.upload(&buffer, &words)?;
         Ok(AesKeyBuffer { buffer, rounds: self.rounds })
     }
 }
@@ -720,17 +868,19 @@ pub struct DeviceMessages {
 #[derive(Debug)]
 #[must_use = "call finish() after the recorded work has completed to get the result"]
 pub struct PendingAesCtr {
-    readback: Option<Readback<u32>>,
+    /// One read-back per chunk buffer, with the chunk's length in bytes.
+    readbacks: Vec<(Readback<u32>, usize)>,
     len: usize,
 }
 
 impl PendingAesCtr {
     /// The output bytes. [`Error::NotReady`] if the work has not completed.
     pub fn finish(self) -> Result<Vec<u8>> {
-        match self.readback {
-            None => Ok(Vec::new()),
-            Some(rb) => Ok(unpack_le_words(&rb.into_vec()?, self.len)),
+        let mut out = Vec::with_capacity(self.len);
+        for (rb, len) in self.readbacks {
+            host::extend_unpacked(&mut out, &rb.into_vec()?, len);
         }
+        Ok(out)
     }
 }
 
@@ -738,17 +888,19 @@ impl PendingAesCtr {
 #[derive(Debug)]
 #[must_use = "call finish() after the recorded work has completed to get the result"]
 pub struct PendingDigests {
-    readback: Option<Readback<[u32; 8]>>,
+    /// One read-back per batch of consecutive messages.
+    readbacks: Vec<Readback<[u32; 8]>>,
 }
 
 impl PendingDigests {
     /// One digest (or MAC) per message, in order. [`Error::NotReady`] if the work has not
     /// completed.
     pub fn finish(self) -> Result<Vec<[u8; 32]>> {
-        match self.readback {
-            None => Ok(Vec::new()),
-            Some(rb) => Ok(rb.into_vec()?.iter().map(|d| digest_bytes(d)).collect()),
+        let mut out = Vec::new();
+        for rb in self.readbacks {
+            out.extend(rb.into_vec()?.iter().map(|d| digest_bytes(d)));
         }
+        Ok(out)
     }
 }
 

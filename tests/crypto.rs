@@ -16,7 +16,7 @@ use std::ops::Range;
 use vkasync::crypto::{
     ctr_add, digest_bytes, pack_le_words, unpack_le_words, AesKey, Crypto, HmacKey, MessageBatch, MessageIndex,
 };
-use vkasync::{kernels, Buffer, CommandList, Device, Error, Kernel, MemoryKind, Recorder};
+use vkasync::{kernels, BindingKind, Buffer, CommandList, Device, Error, Kernel, MemoryKind, Recorder};
 
 // ---------------------------------------------------------------------- CPU references
 
@@ -120,18 +120,28 @@ fn message() -> impl Strategy<Value = Vec<u8>> {
 fn kernels_have_the_documented_interfaces() {
     let device = device();
     let aes = Kernel::new(&device, &kernels::AES_CTR).unwrap();
+    let aes16 = Kernel::new(&device, &kernels::AES_CTR_C16).unwrap();
+    let aes1 = Kernel::new(&device, &kernels::AES_CTR_V1).unwrap();
     let sha = Kernel::new(&device, &kernels::SHA256_BATCH).unwrap();
     let hmac = Kernel::new(&device, &kernels::HMAC_SHA256_BATCH).unwrap();
-    assert_eq!((aes.push_constant_size(), sha.push_constant_size(), hmac.push_constant_size()), (28, 8, 72));
-    for k in [&aes, &sha, &hmac] {
+    assert_eq!((aes.push_constant_size(), aes16.push_constant_size(), aes1.push_constant_size()), (32, 32, 28));
+    assert_eq!((sha.push_constant_size(), hmac.push_constant_size()), (8, 72));
+    for k in [&aes, &aes16, &aes1, &sha, &hmac] {
         assert_eq!(k.local_size(), [256, 1, 1], "{}", k.name());
     }
     let read_only = |k: &Kernel| k.reflection().bindings.iter().map(|b| b.read_only).collect::<Vec<_>>();
-    // Round keys read-only, data read-write; messages and index read-only, digests written.
-    assert_eq!(read_only(&aes), [true, false]);
+    let kinds = |k: &Kernel| k.reflection().bindings.iter().map(|b| b.kind).collect::<Vec<_>>();
+    // Round keys (and T-table) read-only, data read-write; messages and index read-only, digests
+    // written.
+    for k in [&aes, &aes16, &aes1] {
+        assert_eq!(read_only(k), [true, false], "{}", k.name());
+    }
+    assert_eq!(kinds(&aes), [BindingKind::Uniform, BindingKind::Storage]);
+    assert_eq!(kinds(&aes16), [BindingKind::Uniform, BindingKind::Storage]);
+    assert_eq!(kinds(&aes1), [BindingKind::Storage, BindingKind::Storage]);
     assert_eq!(read_only(&sha), [true, true, false]);
     assert_eq!(read_only(&hmac), [true, true, false]);
-    drop((aes, sha, hmac));
+    drop((aes, aes16, aes1, sha, hmac));
     finish(device);
 }
 
@@ -396,6 +406,68 @@ fn splitting_over_many_dispatches_gives_identical_results() {
     assert_eq!(small.hmac_sha256_many_blocking(b"k", &msgs).unwrap(), whole);
     assert_eq!(whole, msgs.iter().map(|m| cpu_hmac(b"k", m)).collect::<Vec<_>>());
     drop((crypto, small));
+    finish(device);
+}
+
+#[test]
+fn every_aes_kernel_variant_and_blocks_per_invocation_agree() {
+    let (device, crypto) = setup();
+    // 3000 blocks and a few bytes; the counter's low word wraps inside the stream.
+    let iv = iv("00000000000000000000000ffffffa00");
+    let data: Vec<u8> = (0..3000 * 16 + 7).map(|i| (i * 13 + i / 511) as u8).collect();
+    for key in [vec![0x11u8; 16], vec![0x22; 24], vec![0x33; 32]] {
+        let want = cpu_ctr(&key, &iv, &data);
+        assert!(crypto.aes_ctr_blocking(&key, &iv, &data).unwrap() == want, "AES-{} default", key.len() * 8);
+        // Input that does not start at a word boundary (uploaded through a packed copy).
+        let off = cpu_ctr(&key, &iv, &data[1..]);
+        assert!(crypto.aes_ctr_blocking(&key, &iv, &data[1..]).unwrap() == off, "AES-{} unaligned", key.len() * 8);
+        for (source, per_inv) in [
+            (&kernels::AES_CTR, Some(1)),
+            (&kernels::AES_CTR, Some(3)),
+            (&kernels::AES_CTR, Some(64)),
+            (&kernels::AES_CTR_C16, Some(5)),
+            (&kernels::AES_CTR_C16, None),
+            (&kernels::AES_CTR_V1, None),
+        ] {
+            // Two workgroups per dispatch, so that several blocks per invocation meet dispatch
+            // splitting too (3000 blocks at 3 per invocation: 768 per group, 2 dispatches).
+            let variant = crypto.clone().with_aes_kernel(source, per_inv).unwrap().with_max_groups_per_dispatch(2);
+            let got = variant.aes_ctr_blocking(&key, &iv, &data).unwrap();
+            assert!(got == want, "AES-{} with {} at {per_inv:?} blocks per invocation", key.len() * 8, source.name);
+        }
+    }
+    drop(crypto);
+    finish(device);
+}
+
+#[test]
+fn inputs_longer_than_one_buffer_are_split_into_chunks() {
+    let (device, crypto) = setup();
+    let key = [0x5au8; 16];
+    // The counter's low word wraps between chunks 2 and 3.
+    let iv = iv("0102030405060708090a0b0cfffffff0");
+    let data: Vec<u8> = (0..4 * 1000 + 9).map(|i| (i * 3) as u8).collect();
+    // 1000 bytes round down to 992 (62 blocks): 5 chunks, the last partial.
+    let chunked = crypto.clone().with_chunk_bytes(1000);
+    let before = device.last_submitted();
+    assert!(chunked.aes_ctr_blocking(&key, &iv, &data).unwrap() == cpu_ctr(&key, &iv, &data));
+    assert_eq!(device.last_submitted(), before + 1, "all chunks in one submission");
+    // A chunk of exactly one block.
+    let tiny = crypto.clone().with_chunk_bytes(1);
+    assert!(tiny.aes_ctr_blocking(&key, &iv, &data[..100]).unwrap() == cpu_ctr(&key, &iv, &data[..100]));
+
+    // Message batches split the same way: at most 992 bytes (and 31 digests) per batch; a
+    // message of 992 bytes exactly fills one; one longer than a buffer fails.
+    let msgs: Vec<Vec<u8>> = (0..200usize).map(|i| vec![i as u8; (i * 37) % 301]).chain([vec![7; 992]]).collect();
+    let before = device.last_submitted();
+    let digests = chunked.sha256_many_blocking(&msgs).unwrap();
+    assert_eq!(digests, msgs.iter().map(|m| cpu_sha256(m)).collect::<Vec<_>>());
+    let macs = chunked.hmac_sha256_many_blocking(b"k", &msgs).unwrap();
+    assert_eq!(macs, msgs.iter().map(|m| cpu_hmac(b"k", m)).collect::<Vec<_>>());
+    assert_eq!(device.last_submitted(), before + 2, "all batches of a call in one submission");
+    let err = chunked.sha256_many_blocking(&[vec![0u8; 10], vec![0u8; 993]]).unwrap_err();
+    assert!(matches!(err, Error::TooLarge { .. }), "{err}");
+    drop((crypto, chunked, tiny));
     finish(device);
 }
 

@@ -13,20 +13,48 @@ pub const LOCAL_SIZE: u32 = 256;
 pub const MAX_GROUPS: u32 = 65535;
 
 /// Splits `count` items (AES blocks or messages) into dispatches of at most `max_groups`
-/// workgroups (`1..=MAX_GROUPS`; [`MAX_GROUPS`] in production, smaller in tests): yields
-/// `(base, groups)` with `base` the push constant `block_base` / `msg_base` and `groups` the x
-/// group count (`1..=max_groups`). Nothing for `count == 0`.
-pub fn dispatches(count: u32, max_groups: u32) -> impl Iterator<Item = (u32, u32)> {
+/// workgroups (`1..=MAX_GROUPS`; [`MAX_GROUPS`] in production, smaller in tests) of `per_group`
+/// items each (`LOCAL_SIZE` for one item per invocation, `LOCAL_SIZE * P` for `aes_ctr`'s P
+/// blocks per invocation): yields `(base, groups)` with `base` the push constant `block_base` /
+/// `msg_base` and `groups` the x group count (`1..=max_groups`). Nothing for `count == 0`.
+pub fn dispatches(count: u32, per_group: u32, max_groups: u32) -> impl Iterator<Item = (u32, u32)> {
     let max_groups = max_groups.clamp(1, MAX_GROUPS) as u64;
-    let per = max_groups * LOCAL_SIZE as u64;
+    let per_group = per_group.max(1) as u64;
+    let per = max_groups * per_group;
     let count = count as u64;
     let n = count.div_ceil(per);
     (0..n).map(move |k| {
         let base = k * per;
         let left = count - base;
-        let groups = left.div_ceil(LOCAL_SIZE as u64);
+        let groups = left.div_ceil(per_group);
         (base as u32, groups.min(max_groups) as u32)
     })
+}
+
+/// Most AES blocks one `aes_ctr` invocation handles (the push constant `per_inv`).
+pub const AES_MAX_BLOCKS_PER_INVOCATION: u32 = 64;
+
+/// The workgroups an `aes_ctr` dispatch should have at least, when the input allows, before
+/// [`aes_blocks_per_invocation`] gives invocations more than one block, on a GPU: several times
+/// what a large GPU holds at once (an H200 holds at most 132 SMs x 7 groups of `aes_ctr`, by
+/// shared memory). On the H200, 256 MiB of AES-128 (P = 8 with this target) ran 15% faster at
+/// P = 8 than at P = 1 (BENCHMARKS.md).
+pub const AES_TARGET_GROUPS_GPU: u64 = 8192;
+
+/// [`AES_TARGET_GROUPS_GPU`] for a device that runs on the host CPU (lavapipe), whose
+/// parallelism is its thread count: there P >= 4 ran about 1.5 times as fast as P = 1.
+pub const AES_TARGET_GROUPS_CPU: u64 = 64;
+
+/// Blocks per invocation for `blocks` AES blocks (the push constant `per_inv`): the largest
+/// power of two up to [`AES_MAX_BLOCKS_PER_INVOCATION`] that still leaves `target_groups`
+/// workgroups, at least 1. Each workgroup fills its 32 KiB table once, so more blocks per
+/// invocation amortise that fill, but too few workgroups would leave a large GPU idle.
+pub fn aes_blocks_per_invocation(blocks: u64, target_groups: u64) -> u32 {
+    let mut p = 1u32;
+    while p < AES_MAX_BLOCKS_PER_INVOCATION && blocks >= target_groups * LOCAL_SIZE as u64 * (2 * p as u64) {
+        p *= 2;
+    }
+    p
 }
 
 // ---------------------------------------------------------------- byte packing
@@ -62,13 +90,35 @@ pub(crate) fn pack_le_parts<'a>(nwords: usize, parts: impl IntoIterator<Item = (
 /// The first `len` bytes of little-endian packed `words` (the inverse of [`pack_le_words`]).
 /// Panics if `len > 4 * words.len()`.
 pub fn unpack_le_words(words: &[u32], len: usize) -> Vec<u8> {
-    assert!(len <= words.len() * 4, "unpack_le_words: {} bytes from {} words", len, words.len());
-    let mut out = Vec::with_capacity(words.len() * 4);
-    for w in words {
-        out.extend_from_slice(&w.to_le_bytes());
-    }
-    out.truncate(len);
+    let mut out = Vec::with_capacity(len);
+    extend_unpacked(&mut out, words, len);
     out
+}
+
+/// Appends the first `len` bytes of little-endian packed `words` to `out`.
+/// Panics if `len > 4 * words.len()`.
+pub(crate) fn extend_unpacked(out: &mut Vec<u8>, words: &[u32], len: usize) {
+    assert!(len <= words.len() * 4, "unpack_le_words: {} bytes from {} words", len, words.len());
+    if cfg!(target_endian = "little") {
+        // The words' memory is the bytes: one copy.
+        out.extend_from_slice(&bytemuck::cast_slice::<u32, u8>(words)[..len]);
+    } else {
+        for w in &words[..len.div_ceil(4)] {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        out.truncate(out.len() - (len.div_ceil(4) * 4 - len));
+    }
+}
+
+/// `bytes` as little-endian packed words without a copy, where the host allows it (a
+/// little-endian host and `bytes` 4-aligned); the bytes past the last whole word are not
+/// included.
+pub(crate) fn as_le_words(bytes: &[u8]) -> Option<&[u32]> {
+    if cfg!(target_endian = "little") {
+        bytemuck::try_cast_slice(&bytes[..bytes.len() / 4 * 4]).ok()
+    } else {
+        None
+    }
 }
 
 /// The 16-byte initial counter block as the push constants `ctr0..ctr3` (big-endian words).
@@ -124,9 +174,41 @@ fn sub_word(w: u32) -> u32 {
     ])
 }
 
+/// `xtime`: multiplication by {02} in GF(2^8) (FIPS-197 4.2.1).
+const fn xtime(x: u8) -> u8 {
+    (x << 1) ^ if x & 0x80 != 0 { 0x1b } else { 0 }
+}
+
+/// Te0 of `shaders/include/aes.glsl`: `{02}.S[x] << 24 | S[x] << 16 | S[x] << 8 | {03}.S[x]`.
+pub const AES_TE0: [u32; 256] = {
+    let mut t = [0u32; 256];
+    let mut x = 0;
+    while x < 256 {
+        let s = AES_SBOX[x];
+        let s2 = xtime(s);
+        t[x] = u32::from_be_bytes([s2, s, s, s2 ^ s]);
+        x += 1;
+    }
+    t
+};
+
+/// Words of `aes_ctr`'s uniform buffer `AesKeyTables`: 15 round keys, then Te0.
+pub const AES_KEY_TABLES_WORDS: usize = 60 + 256;
+
+/// `aes_ctr`'s uniform buffer for the schedule `w` ([`aes_expand_key`]): `w` padded with zeros
+/// to 60 words (15 round keys), then the 256 words of [`AES_TE0`]. The schedule comes first, so
+/// the same buffer also serves `aes_ctr_v1`, which reads it as a storage buffer of round keys.
+pub fn aes_key_tables(w: &[u32]) -> Vec<u32> {
+    let mut out = vec![0u32; AES_KEY_TABLES_WORDS];
+    out[..w.len()].copy_from_slice(w);
+    out[60..].copy_from_slice(&AES_TE0);
+    out
+}
+
 /// FIPS-197 key expansion. Returns `(nr, w)` with `nr` = 10/12/14 for a 16/24/32-byte key and
 /// `w` the `4 * (nr + 1)` schedule words in FIPS-197 `w[i]` order (big-endian words): upload
-/// `w` as `aes_ctr`'s binding 0 and push `nr`. `None` for any other key length.
+/// [`aes_key_tables`]`(w)` as `aes_ctr`'s binding 0 and push `nr`. `None` for any other key
+/// length.
 pub fn aes_expand_key(key: &[u8]) -> Option<(u32, Vec<u32>)> {
     let nk = match key.len() {
         16 | 24 | 32 => key.len() / 4,
@@ -345,13 +427,26 @@ mod tests {
         assert_eq!(pack_le_words(&[0u8; 16], 16).len(), 4);
         assert_eq!(pack_le_words(&[0u8; 17], 16).len(), 8);
         assert!(pack_le_words(&[], 16).is_empty());
+        for len in 0..12 {
+            let bytes: Vec<u8> = (1..=len as u8).collect();
+            let words = pack_le_words(&bytes, 16);
+            assert_eq!(unpack_le_words(&words, len), bytes);
+            let mut out = vec![9];
+            extend_unpacked(&mut out, &words, len);
+            assert_eq!(out[1..], bytes[..]);
+        }
+        let words = [0x0403_0201u32, 0x0807_0605];
+        let bytes: &[u8] = bytemuck::cast_slice(&words);
+        if let Some(w) = as_le_words(&bytes[..7]) {
+            assert_eq!(w, &words[..1]);
+        }
         assert_eq!(ctr_words(&[0xf0, 0xf1, 0xf2, 0xf3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15])[0], 0xf0f1f2f3);
         assert_eq!(digest_bytes(&[0x01020304, 0, 0, 0, 0, 0, 0, 0x0a0b0c0d])[..4], [1, 2, 3, 4]);
     }
 
     #[test]
     fn dispatch_split() {
-        let d = |count| dispatches(count, MAX_GROUPS).collect::<Vec<_>>();
+        let d = |count| dispatches(count, LOCAL_SIZE, MAX_GROUPS).collect::<Vec<_>>();
         assert_eq!(d(0), vec![]);
         assert_eq!(d(1), vec![(0, 1)]);
         assert_eq!(d(257), vec![(0, 2)]);
@@ -363,8 +458,35 @@ mod tests {
         let (base, groups) = *d(u32::MAX).last().unwrap();
         assert!(base as u64 + groups as u64 * LOCAL_SIZE as u64 - 1 <= u32::MAX as u64);
         // A smaller cap (as the tests use to force splitting); 0 is treated as 1.
-        assert_eq!(dispatches(1000, 2).collect::<Vec<_>>(), vec![(0, 2), (512, 2)]);
-        assert_eq!(dispatches(513, 0).collect::<Vec<_>>(), vec![(0, 1), (256, 1), (512, 1)]);
+        assert_eq!(dispatches(1000, LOCAL_SIZE, 2).collect::<Vec<_>>(), vec![(0, 2), (512, 2)]);
+        assert_eq!(dispatches(513, LOCAL_SIZE, 0).collect::<Vec<_>>(), vec![(0, 1), (256, 1), (512, 1)]);
+        // Several items per invocation (aes_ctr's per_inv = 4: 1024 blocks per group).
+        assert_eq!(dispatches(5000, 1024, 2).collect::<Vec<_>>(), vec![(0, 2), (2048, 2), (4096, 1)]);
+        let (base, groups) = *dispatches(u32::MAX, 4096, MAX_GROUPS).collect::<Vec<_>>().last().unwrap();
+        assert!(base as u64 + groups as u64 * 4096 - 1 <= u32::MAX as u64 + 4095);
+    }
+
+    #[test]
+    fn aes_blocks_per_invocation_keeps_enough_groups() {
+        let t = AES_TARGET_GROUPS_GPU;
+        let min = t * LOCAL_SIZE as u64;
+        assert_eq!(aes_blocks_per_invocation(0, t), 1);
+        assert_eq!(aes_blocks_per_invocation(2 * min - 1, t), 1);
+        assert_eq!(aes_blocks_per_invocation(2 * min, t), 2);
+        assert_eq!(aes_blocks_per_invocation(16 * min, t), 16);
+        // 256 MiB on a GPU: P = 8, 8192 groups.
+        assert_eq!(aes_blocks_per_invocation(1 << 24, t), 8);
+        assert_eq!(aes_blocks_per_invocation(u32::MAX as u64, t), AES_MAX_BLOCKS_PER_INVOCATION);
+        assert_eq!(aes_blocks_per_invocation(1 << 20, AES_TARGET_GROUPS_CPU), AES_MAX_BLOCKS_PER_INVOCATION);
+        assert_eq!(aes_blocks_per_invocation(1 << 20, 0), AES_MAX_BLOCKS_PER_INVOCATION);
+    }
+
+    #[test]
+    fn te0_matches_the_first_entries_of_openssl() {
+        assert_eq!(&AES_TE0[..4], &[0xc66363a5, 0xf87c7c84, 0xee777799, 0xf67b7b8d]);
+        assert_eq!(AES_TE0[255], 0x2c16163a);
+        let tables = aes_key_tables(&aes_expand_key(&[0; 16]).unwrap().1);
+        assert_eq!((tables.len(), tables[44], tables[60]), (316, 0, 0xc66363a5));
     }
 
     #[test]
