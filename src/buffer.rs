@@ -7,7 +7,7 @@
 
 use crate::device::{Device, DeviceShared};
 use crate::error::{Error, Result};
-use crate::pool::{Block, Chunk, Pool};
+use crate::pool::{Chunk, Pool};
 use ash::vk;
 use bytemuck::Pod;
 use gpu_allocator::MemoryLocation;
@@ -36,12 +36,6 @@ impl MemoryKind {
     }
 }
 
-/// Where a buffer's bytes live: a chunk of a pooled block, or a block of its own.
-enum Backing {
-    Pooled(Chunk),
-    Dedicated(Option<Block>),
-}
-
 /// The untyped buffer shared by a [`Buffer`] and the commands that use it: a range of a
 /// `VkBuffer`.
 pub(crate) struct RawBuffer {
@@ -50,7 +44,8 @@ pub(crate) struct RawBuffer {
     pub buffer: vk::Buffer,
     /// Where the range starts in `buffer`.
     pub offset: u64,
-    backing: Backing,
+    /// The pooled chunk this buffer is (see [`crate::pool`]).
+    chunk: Chunk,
     /// Host pointer to the start of the range, when its memory is host-visible.
     mapped: Option<std::ptr::NonNull<u8>>,
     pub size: u64,
@@ -82,26 +77,20 @@ impl RawBuffer {
         }
         let shared = &device.shared;
         shared.check_lost()?;
-        let (buffer, offset, mapped, backing) = match Pool::class_of(size) {
-            Some(class) => {
-                let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
-                let chunk = pool.alloc(shared, &shared.allocator, kind, class)?;
-                (chunk.buffer, chunk.offset, chunk.mapped, Backing::Pooled(chunk))
-            }
-            None => {
-                let mut alloc = shared.allocator.lock().unwrap_or_else(|p| p.into_inner());
-                let block = Block::new(shared, &mut alloc, size, kind)?;
-                (block.buffer, 0, block.mapped, Backing::Dedicated(Some(block)))
-            }
+        // Near the limit, the rounded-up chunk would not fit: take the size itself.
+        let class = Pool::class_of(size).min(limit.max(size));
+        let chunk = {
+            let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
+            pool.alloc(shared, &shared.allocator, kind, class)?
         };
         shared.live_buffers.fetch_add(1, Ordering::Relaxed);
         shared.live_bytes.fetch_add(size, Ordering::Relaxed);
         Ok(Arc::new(RawBuffer {
             device: device.clone(),
-            buffer,
-            offset,
-            backing,
-            mapped,
+            buffer: chunk.buffer,
+            offset: chunk.offset,
+            chunk,
+            mapped: chunk.mapped,
             size,
             kind,
             id: device.next_id(),
@@ -169,15 +158,7 @@ impl Drop for RawBuffer {
         let shared = &self.device.shared;
         shared.live_buffers.fetch_sub(1, Ordering::Relaxed);
         shared.live_bytes.fetch_sub(self.size, Ordering::Relaxed);
-        match &mut self.backing {
-            Backing::Pooled(chunk) => shared.pool.lock().unwrap_or_else(|p| p.into_inner()).free(self.kind, *chunk),
-            Backing::Dedicated(block) => {
-                if let Some(block) = block.take() {
-                    let mut alloc = shared.allocator.lock().unwrap_or_else(|p| p.into_inner());
-                    block.destroy(shared, &mut alloc);
-                }
-            }
-        }
+        shared.pool.lock().unwrap_or_else(|p| p.into_inner()).free(self.kind, self.chunk);
     }
 }
 

@@ -1,11 +1,13 @@
 //! Sub-allocation of small buffers from pooled blocks.
 //!
 //! Creating a `VkBuffer`, allocating memory for it and binding the two costs microseconds per
-//! buffer. Jobs that each need a few small buffers (an upload staging area, a 4 KiB work buffer,
-//! a read-back area) would spend most of their host time there. So buffers up to
-//! [`MAX_POOLED`] bytes are carved out of 16 MiB blocks, one `VkBuffer` per block, in power-of-two
-//! size classes of at least 256 bytes (so every offset satisfies any device's storage and uniform
-//! offset alignment). Larger buffers get a block of their own.
+//! buffer (and, for large pinned host buffers, milliseconds). Jobs that each need a few small
+//! buffers (an upload staging area, a 4 KiB work buffer, a read-back area) would spend most of
+//! their host time there. So buffers up to [`MAX_CARVED`] bytes are carved out of 16 MiB blocks,
+//! one `VkBuffer` per block, in power-of-two size classes of at least 256 bytes (so every offset
+//! satisfies any device's storage and uniform offset alignment). Larger buffers get a block of
+//! their own, rounded up to a multiple of 4 MiB, and that block too is kept for the next buffer
+//! of the same rounded size.
 //!
 //! A chunk goes back to its class's free list when its `RawBuffer` is dropped, which happens only
 //! after every submission that used it has completed (the submissions hold `Arc`s to it), so a
@@ -23,8 +25,8 @@ use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme, 
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 
-/// Buffers up to this size are sub-allocated.
-pub(crate) const MAX_POOLED: u64 = 4 << 20;
+/// Buffers up to this size are carved out of shared blocks.
+pub(crate) const MAX_CARVED: u64 = 4 << 20;
 const MIN_CLASS_LOG2: u32 = 8;
 const BLOCK_SIZE: u64 = 16 << 20;
 
@@ -120,7 +122,8 @@ pub(crate) struct Chunk {
     pub offset: u64,
     pub mapped: Option<NonNull<u8>>,
     pub block: usize,
-    pub class: u32,
+    /// The chunk's size: the key of its free list.
+    pub class: u64,
 }
 
 // SAFETY: see Block.
@@ -131,33 +134,45 @@ unsafe impl Sync for Chunk {}
 /// Free lists of chunks by (memory kind, size class), and the blocks they come from.
 #[derive(Default)]
 pub(crate) struct Pool {
-    blocks: Vec<Option<(Block, MemoryKind, u32)>>,
+    blocks: Vec<Option<(Block, MemoryKind, u64)>>,
     /// Chunks of each block now handed out.
     used: Vec<usize>,
-    free: IdMap<(MemoryKind, u32), Vec<Chunk>>,
+    free: IdMap<(MemoryKind, u64), Vec<Chunk>>,
 }
 
 impl Pool {
-    /// The size class (log2 of the chunk size) for `size` bytes, or `None` if not pooled.
-    pub fn class_of(size: u64) -> Option<u32> {
-        (size <= MAX_POOLED).then(|| size.next_power_of_two().trailing_zeros().max(MIN_CLASS_LOG2))
+    /// The chunk size that serves `size` bytes: a power of two of at least 256 bytes up to
+    /// [`MAX_CARVED`], else a multiple of 4 MiB (a block of its own).
+    pub fn class_of(size: u64) -> u64 {
+        if size <= MAX_CARVED {
+            size.next_power_of_two().max(1 << MIN_CLASS_LOG2)
+        } else {
+            size.div_ceil(MAX_CARVED) * MAX_CARVED
+        }
     }
 
-    /// A chunk of `2^class` bytes; the allocator is locked only when a new block is needed.
+    /// A chunk of `class` bytes; the allocator is locked only when a new block is needed.
     pub fn alloc(
         &mut self,
         device: &DeviceShared,
         allocator: &std::sync::Mutex<Allocator>,
         kind: MemoryKind,
-        class: u32,
+        class: u64,
     ) -> Result<Chunk> {
-        let list = self.free.entry((kind, class)).or_default();
-        if list.is_empty() {
+        if self.free.get(&(kind, class)).is_none_or(|l| l.is_empty()) {
             let mut alloc = allocator.lock().unwrap_or_else(|p| p.into_inner());
-            let block = Block::new(device, &mut alloc, BLOCK_SIZE, kind)?;
+            let size = class.max(BLOCK_SIZE);
+            let block = match Block::new(device, &mut alloc, size, kind) {
+                Err(Error::OutOfDeviceMemory(_)) if self.trim(device, &mut alloc) > 0 => {
+                    // Blocks kept for reuse made room: try again.
+                    Block::new(device, &mut alloc, size, kind)?
+                }
+                other => other?,
+            };
+            let list = self.free.entry((kind, class)).or_default();
             let index = self.blocks.len();
-            let chunk_size = 1u64 << class;
-            for i in (0..BLOCK_SIZE / chunk_size).rev() {
+            let chunk_size = class;
+            for i in (0..block.size / chunk_size).rev() {
                 let offset = i * chunk_size;
                 list.push(Chunk {
                     buffer: block.buffer,
@@ -171,6 +186,7 @@ impl Pool {
             self.blocks.push(Some((block, kind, class)));
             self.used.push(0);
         }
+        let list = self.free.entry((kind, class)).or_default();
         let chunk = list.pop().ok_or_else(|| Error::Allocation("empty pool list".into()))?;
         self.used[chunk.block] += 1;
         Ok(chunk)

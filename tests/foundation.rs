@@ -214,6 +214,16 @@ fn nothing_leaks() {
         assert_eq!(device.memory_report().live_buffers, 1);
         drop(kept);
     }
+    // Freed buffers' memory is kept for reuse until trimmed.
+    assert!(device.memory_report().pooled_bytes > 0);
+    let big = Buffer::<u8>::new(&device, 9 << 20, MemoryKind::Device).unwrap();
+    let pooled = device.memory_report().pooled_bytes;
+    drop(big);
+    let again = Buffer::<u8>::new(&device, 9 << 20, MemoryKind::Device).unwrap();
+    assert_eq!(device.memory_report().pooled_bytes, pooled, "the large block was reused");
+    drop(again);
+    assert!(device.trim() > 0);
+    assert_eq!(device.memory_report().pooled_bytes, 0);
     drop(kernel);
     finish(device);
 }
