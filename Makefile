@@ -7,8 +7,8 @@ deps:
 	@./scripts/install-deps.sh
 
 example: deps
-	@echo "vkasync: running the main example (cargo run --release --example concurrent)"
-	cargo run --release --example concurrent
+	@echo "vkasync: running the main example (cargo run --release --example tls_pipeline)"
+	cargo run --release --example tls_pipeline
 
 test: deps
 	@echo "vkasync: running the test suite on the Vulkan device with validation (VKASYNC_VALIDATION=1)"
