@@ -345,14 +345,15 @@ fn main() -> Result<(), Error> {
     if sweep != "small" {
         configs.push((100_000, 1024, 1));
     }
-    if let Some(t) = arg(&args, "--tasks").and_then(|s| s.parse().ok()) {
-        configs = vec![(t, 1024, 1)];
+    if let Some(ts) = arg(&args, "--tasks") {
+        configs = ts.split(',').filter_map(|t| t.parse().ok()).map(|t| (t, 1024, 1)).collect();
     }
     let lp = std::env::var("LP_NUM_THREADS").unwrap_or_default();
     eprintln!("device: {name} (LP_NUM_THREADS={lp:?})");
     let exec_all = Executor::new(&device)?;
     let exec_oldest = Executor::builder(&device).wait_policy(WaitPolicy::Oldest).build()?;
-    let exec_eager = Executor::builder(&device).max_pending_ops(256).build()?;
+    let eager_ops: usize = arg(&args, "--eager-ops").and_then(|s| s.parse().ok()).unwrap_or(256);
+    let exec_eager = Executor::builder(&device).max_pending_ops(eager_ops).build()?;
     let exec_spin = Executor::builder(&device).spin_before_wait(std::time::Duration::from_micros(50)).build()?;
     let raw = RawBatch::new(&device);
     // Warm-up: compile the pipeline on the driver.
