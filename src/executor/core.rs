@@ -507,36 +507,24 @@ impl<B: Backend + 'static> Future for SyncFuture<B> {
             return Poll::Ready(Ok(()));
         };
         let status = batch.status.borrow().clone();
-        match status {
-            BatchStatus::Failed(e) => Poll::Ready(Err(e)),
-            BatchStatus::Recording => {
-                if let Some(e) = core.fatal.clone() {
-                    return Poll::Ready(Err(e));
-                }
-                drop(core);
-                this.count();
-                let mut core = shared.core.borrow_mut();
-                let key = core.waiters.insert(cx.waker().clone());
-                core.pending_waiters.push(key);
-                this.key = Some(key);
-                Poll::Pending
-            }
-            BatchStatus::Submitted(v) => {
-                if v <= core.completed {
-                    return Poll::Ready(Ok(()));
-                }
-                if let Some(e) = core.fatal.clone() {
-                    return Poll::Ready(Err(e));
-                }
-                drop(core);
-                this.count();
-                let mut core = shared.core.borrow_mut();
-                let key = core.waiters.insert(cx.waker().clone());
-                core.by_value.entry(v).or_default().push(key);
-                this.key = Some(key);
-                Poll::Pending
-            }
+        let value = match status {
+            BatchStatus::Failed(e) => return Poll::Ready(Err(e)),
+            BatchStatus::Submitted(v) if v <= core.completed => return Poll::Ready(Ok(())),
+            BatchStatus::Submitted(v) => Some(v),
+            BatchStatus::Recording => None,
+        };
+        if let Some(e) = core.fatal.clone() {
+            return Poll::Ready(Err(e));
         }
+        // Must wait: one slot, under the recording epoch or under the submitted value.
+        this.count();
+        let key = core.waiters.insert(cx.waker().clone());
+        match value {
+            None => core.pending_waiters.push(key),
+            Some(v) => core.by_value.entry(v).or_default().push(key),
+        }
+        this.key = Some(key);
+        Poll::Pending
     }
 }
 

@@ -23,11 +23,15 @@ pub fn assert_no_validation_messages(device: &Device) {
     assert_eq!(n, 0, "validation messages: {:#?}", device.validation_messages());
 }
 
-/// Checks validation and that nothing is left allocated.
+/// Checks validation and that nothing is left allocated: no live buffer, and once the pool's
+/// idle blocks are freed, gpu-allocator's own report holds no allocation either.
 pub fn finish(device: Device) {
     assert_no_validation_messages(&device);
     let report = device.memory_report();
-    assert_eq!(report.live_buffers, 0, "leaked allocations: {report:?}");
+    assert_eq!(report.live_buffers, 0, "leaked buffers: {report:?}");
+    device.trim();
+    let report = device.memory_report();
+    assert_eq!((report.allocations, report.pooled_bytes), (0, 0), "allocator not empty: {report:?}");
 }
 
 /// The `mix` kernel on the CPU.
