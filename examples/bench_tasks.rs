@@ -446,6 +446,8 @@ fn main() -> Result<(), Error> {
     print!("{csv}");
     std::fs::write(out_dir.join("bench_tasks.csv"), &csv).expect("write csv");
     plot(&rows, &name, &out_dir.join("bench_tasks.svg"));
+    // The default executor's counters over the whole run, as the last line.
+    println!("{}", exec_all.stats());
     Ok(())
 }
 
