@@ -322,3 +322,25 @@ fn an_exhausted_heap_is_a_typed_error() {
     Buffer::<u8>::new(&device, 1 << 20, MemoryKind::Device).unwrap();
     finish(device);
 }
+
+#[test]
+fn handles_can_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Device>();
+    send_sync::<Buffer<u32>>();
+    send_sync::<Kernel>();
+    send_sync::<CommandList>();
+    send_sync::<vkasync::Timestamps>();
+    send_sync::<Error>();
+    // A device opened on one thread is used from another.
+    let device = device();
+    let d = device.clone();
+    let out = std::thread::spawn(move || {
+        let kernel = Kernel::new(&d, &kernels::MIX).unwrap();
+        run_mix(&d, &kernel, &[1, 2, 3], 4)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(out, vec![mix_cpu(1, 4), mix_cpu(2, 4), mix_cpu(3, 4)]);
+    finish(device);
+}

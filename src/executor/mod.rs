@@ -278,6 +278,10 @@ impl Executor {
     }
 
     /// Runs `future` (and the other tasks while it waits) to completion on this thread.
+    ///
+    /// # Panics
+    /// If `future` panics (the panic is resumed here with its message), or if the executor is
+    /// shut down before it completes.
     pub fn block_on<F>(&self, future: F) -> F::Output
     where
         F: Future + 'static,
