@@ -370,3 +370,21 @@ fn a_spin_before_waiting_can_replace_the_blocking_wait() {
     drop((exec, mix));
     finish(device);
 }
+
+#[test]
+fn awaiting_gpu_work_outside_the_executor_is_an_error_not_a_hang() {
+    let _w = Watchdog::new(std::time::Duration::from_secs(60));
+    let (device, mix) = setup();
+    let exec = Executor::new(&device).unwrap();
+    let ctx = exec.context();
+    let buf = Buffer::<u32>::new(&device, 64, MemoryKind::Device).unwrap();
+    ctx.dispatch(&mix, [1, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[64u32, 1])).unwrap();
+    // Polled by another executor: nothing would ever wake it.
+    let err = futures::executor::block_on(ctx.synchronize()).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    // Inside the executor the same wait works.
+    let c = ctx.clone();
+    exec.block_on(async move { c.synchronize().await }).unwrap();
+    drop((exec, ctx, buf, mix));
+    finish(device);
+}

@@ -126,6 +126,9 @@ pub(crate) struct Shared<B> {
     live: RefCell<Vec<Option<futures::future::AbortHandle>>>,
     /// Free slots of `live`.
     free_slots: RefCell<Vec<usize>>,
+    /// How many `run_until` calls are on the stack: a GPU wait polled outside the executor's
+    /// loop would never be woken, so it fails instead of hanging.
+    running: Cell<u32>,
 }
 
 impl<B: Backend + 'static> Shared<B> {
@@ -147,6 +150,7 @@ impl<B: Backend + 'static> Shared<B> {
             closed: Cell::new(false),
             live: RefCell::default(),
             free_slots: RefCell::default(),
+            running: Cell::new(0),
         })
     }
 
@@ -212,7 +216,13 @@ impl<B: Backend + 'static> Shared<B> {
     }
 
     /// Runs tasks until `done()` says so. See the protocol in the module docs.
-    pub fn run_until(&self, mut done: impl FnMut() -> bool) {
+    pub fn run_until(&self, done: impl FnMut() -> bool) {
+        self.running.set(self.running.get() + 1);
+        self.run_loop(done);
+        self.running.set(self.running.get() - 1);
+    }
+
+    fn run_loop(&self, mut done: impl FnMut() -> bool) {
         loop {
             while let Some(r) = self.ready.pop() {
                 r.run();
@@ -506,6 +516,11 @@ impl<B: Backend + 'static> Future for SyncFuture<B> {
         let Some(batch) = &this.batch else {
             return Poll::Ready(Ok(()));
         };
+        if shared.running.get() == 0 {
+            return Poll::Ready(Err(Error::InvalidArgument(
+                "a GPU wait was awaited outside its executor; await it inside a task (spawn, block_on)".into(),
+            )));
+        }
         let status = batch.status.borrow().clone();
         let value = match status {
             BatchStatus::Failed(e) => return Poll::Ready(Err(e)),

@@ -94,6 +94,8 @@ impl<T> JoinHandle<T> {
     }
 
     /// Runs the executor on this thread until the task finishes, and returns its output.
+    /// Inside a task, `.await` the handle instead: a blocking join there would run the executor
+    /// re-entrantly.
     pub fn join(mut self) -> Result<T, JoinError> {
         let runner = self.runner.clone();
         let task = self.task.take().expect("present until joined");
