@@ -127,9 +127,13 @@ fn host_readable(b: &RawBuffer) -> bool {
 
 impl Recording {
     pub fn new(device: &Device) -> Self {
+        Self::with_capacity(device, 0)
+    }
+
+    pub fn with_capacity(device: &Device, ops: usize) -> Self {
         Recording {
             device: device.clone(),
-            ops: Vec::new(),
+            ops: Vec::with_capacity(ops),
             host_reads: Vec::new(),
             host_read: false,
             submitted: false,

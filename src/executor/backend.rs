@@ -88,7 +88,9 @@ impl Backend for VulkanBackend {
     }
 
     fn flush(&mut self) -> Result<FlushInfo> {
-        let rec = std::mem::replace(&mut self.pending, Recording::new(&self.device));
+        // The next epoch starts with room for as many commands as this one had.
+        let next = Recording::with_capacity(&self.device, self.pending.len());
+        let rec = std::mem::replace(&mut self.pending, next);
         let mut rec = rec;
         // One counter read (tens of nanoseconds) lets earlier flushes that already completed
         // give their buffers and command buffers back before this one takes more.
