@@ -155,14 +155,6 @@ impl Recording {
         self.ops.push(op);
     }
 
-    #[allow(dead_code)] // used by the executor
-    /// Moves every op of `other` to the end of `self` (their pending counts move with them).
-    pub fn append(&mut self, other: &mut Recording) {
-        self.ops.append(&mut other.ops);
-        self.host_reads.append(&mut other.host_reads);
-        self.host_read |= std::mem::take(&mut other.host_read);
-    }
-
     /// Records that the ops were submitted with timeline value `value`.
     pub fn mark_submitted(&mut self, value: u64) {
         let mark = |b: &Arc<RawBuffer>| {

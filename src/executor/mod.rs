@@ -57,10 +57,10 @@
 //! leaked rather than freed under the GPU.
 //!
 //! **Device loss and timeouts.** `VK_ERROR_DEVICE_LOST` from a submit or a wait is fatal: every
-//! waiting task gets [`Error::DeviceLost`], in-flight resources are released (the GPU no longer
+//! waiting task gets [`Error::DeviceLost`](crate::Error::DeviceLost), in-flight resources are released (the GPU no longer
 //! runs them), and every later await fails the same way. Nothing hangs. With
 //! [`ExecutorBuilder::wait_timeout`], a GPU wait that passes the timeout wakes the tasks waiting
-//! for values up to the awaited one with [`Error::Timeout`]; their work stays in flight and its
+//! for values up to the awaited one with [`Error::Timeout`](crate::Error::Timeout); their work stays in flight and its
 //! resources are held until it completes. There is no timeout by default.
 //!
 //! # Example: two independent tasks, one submit, one wait
@@ -107,7 +107,7 @@ pub use task::{JoinError, JoinHandle};
 use self::backend::VulkanBackend;
 use self::core::{Options, Shared};
 use crate::device::Device;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
@@ -173,7 +173,7 @@ impl ExecutorBuilder {
         self
     }
 
-    /// A bound on each GPU wait; waiters then get [`Error::Timeout`]. Default: none, so long
+    /// A bound on each GPU wait; waiters then get [`Error::Timeout`](crate::Error::Timeout). Default: none, so long
     /// kernels are never cut short.
     pub fn wait_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.timeout = timeout;
@@ -310,6 +310,3 @@ impl Drop for Executor {
         self.shared.shutdown();
     }
 }
-
-#[allow(dead_code)]
-fn _error_is_used(_: Error) {}
