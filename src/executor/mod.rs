@@ -5,7 +5,9 @@
 //!
 //! **Threads.** An [`Executor`] and its tasks live on one thread (the executor is `!Send`, and
 //! tasks need not be `Send`). Wakers are `Send` and may fire on any thread; they push the task
-//! onto a mutex-protected ready queue and unpark the executor's thread.
+//! onto a mutex-protected ready queue and unpark the executor's thread. A wake from another
+//! thread that arrives while the executor is blocked in `vkWaitSemaphores` is noticed when that
+//! wait returns (use [`ExecutorBuilder::wait_timeout`] to bound it).
 //!
 //! **Who owns the timeline counter.** The [`Device`] owns the queue's timeline semaphore and the
 //! counter of values handed out. A value is handed out only by a successful `vkQueueSubmit`
