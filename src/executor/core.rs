@@ -7,11 +7,10 @@ use super::waiters::{Key, Waiters};
 use super::{Stats, WaitPolicy};
 use crate::error::{Error, Result};
 use async_task::Runnable;
-use futures::FutureExt;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
@@ -196,11 +195,7 @@ impl<B: Backend + 'static> Shared<B> {
         let guard = TaskGuard { shared: Rc::downgrade(self), id };
         let wrapped = async move {
             let _guard = guard;
-            match AssertUnwindSafe(abortable).catch_unwind().await {
-                Ok(Ok(v)) => Ok(v),
-                Ok(Err(futures::future::Aborted)) => Err(JoinError::cancelled()),
-                Err(payload) => Err(JoinError::panicked(payload)),
-            }
+            CatchTask::new(abortable).await
         };
         bump(&self.counters.tasks_spawned, 1);
         self.tasks_alive.set(self.tasks_alive.get() + 1);
@@ -217,9 +212,16 @@ impl<B: Backend + 'static> Shared<B> {
 
     /// Runs tasks until `done()` says so. See the protocol in the module docs.
     pub fn run_until(&self, done: impl FnMut() -> bool) {
+        // Restored on every exit, unwinding included (a panic in `done` or in the backend).
+        struct Running<'a>(&'a Cell<u32>);
+        impl Drop for Running<'_> {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() - 1);
+            }
+        }
         self.running.set(self.running.get() + 1);
+        let _running = Running(&self.running);
         self.run_loop(done);
-        self.running.set(self.running.get() - 1);
     }
 
     fn run_loop(&self, mut done: impl FnMut() -> bool) {
@@ -549,6 +551,60 @@ impl<B: Backend + 'static> Drop for SyncFuture<B> {
             if let Ok(mut core) = self.shared.core.try_borrow_mut() {
                 let _ = core.waiters.remove(key);
             }
+        }
+    }
+}
+
+/// Runs a task's (abortable) future and turns every panic it raises into a [`JoinError`]: a
+/// panic while it is polled, and a panic while it is dropped, which happens after it finished,
+/// after it was aborted, or when the executor shuts down. Nothing a task does can unwind into the
+/// executor's loop.
+struct CatchTask<F> {
+    /// Structurally pinned: never moved out, only dropped in place (by `Pin::set` or `Drop`).
+    inner: Option<F>,
+}
+
+impl<F> CatchTask<F> {
+    fn new(inner: F) -> Self {
+        CatchTask { inner: Some(inner) }
+    }
+}
+
+impl<F, T> Future for CatchTask<F>
+where
+    F: Future<Output = std::result::Result<T, futures::future::Aborted>>,
+{
+    type Output = std::result::Result<T, JoinError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: `inner` is structurally pinned: this type never moves it out of `self`; it is
+        // only dropped in place, through `Pin::set` below or by `Drop`.
+        let mut inner = unsafe { self.map_unchecked_mut(|s| &mut s.inner) };
+        let Some(fut) = inner.as_mut().as_pin_mut() else {
+            return Poll::Ready(Err(JoinError::cancelled()));
+        };
+        let polled = catch_unwind(AssertUnwindSafe(|| fut.poll(cx)));
+        let out = match polled {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(Ok(v))) => Ok(v),
+            Ok(Poll::Ready(Err(futures::future::Aborted))) => Err(JoinError::cancelled()),
+            Err(payload) => Err(JoinError::panicked(payload)),
+        };
+        // An aborted future still holds the task's locals: drop them here, where a panic in
+        // their destructors can still be caught and reported as the task's outcome.
+        match catch_unwind(AssertUnwindSafe(|| inner.set(None))) {
+            Ok(()) => Poll::Ready(out),
+            Err(payload) => Poll::Ready(Err(JoinError::panicked(payload))),
+        }
+    }
+}
+
+impl<F> Drop for CatchTask<F> {
+    fn drop(&mut self) {
+        // Dropped unfinished (the executor shut down): the task is cancelled either way, so a
+        // panic from its destructors is contained and logged.
+        if self.inner.is_some() && catch_unwind(AssertUnwindSafe(|| self.inner = None)).is_err() {
+            log::error!("vkasync: a cancelled task panicked while being dropped");
         }
     }
 }
