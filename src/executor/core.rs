@@ -74,6 +74,17 @@ pub(crate) struct Core<B> {
     completed: u64,
     /// Set on device loss: every later wait fails with it.
     fatal: Option<Error>,
+    /// The GPU wait going on (its target value and when it began), if any.
+    waiting: Option<(u64, std::time::Instant)>,
+}
+
+/// What the loop does after an idle step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Something changed (a flush, a finished wait): look for ready tasks again.
+    Progress,
+    /// Nothing to do until the GPU wait ends or a waker fires.
+    Sleep,
 }
 
 impl<B> Core<B> {
@@ -142,6 +153,7 @@ impl<B: Backend + 'static> Shared<B> {
                 by_value: BTreeMap::new(),
                 completed: 0,
                 fatal: None,
+                waiting: None,
             }),
             counters: Counters::default(),
             options,
@@ -232,14 +244,14 @@ impl<B: Backend + 'static> Shared<B> {
             if done() || self.closed.get() {
                 return;
             }
-            let (wakers, progress) = self.idle_step();
+            let (wakers, step) = self.idle_step();
             let woke = !wakers.is_empty();
             for w in wakers {
                 w.wake();
             }
-            if !progress && !woke && self.ready.is_empty() {
-                // Nothing on the GPU to wait for: the tasks wait for each other or for
-                // something outside. Sleep until a waker fires (from any thread).
+            if step == Step::Sleep && !woke && self.ready.is_empty() {
+                // Waiting for the GPU (on the wait thread), or for something outside. Sleep
+                // until the wait ends or a waker fires, from any thread: both unpark us.
                 if self.tasks_alive.get() == 0 && done() {
                     return;
                 }
@@ -248,53 +260,67 @@ impl<B: Backend + 'static> Shared<B> {
         }
     }
 
-    /// One decision when no task is ready: flush, or wait on the GPU. Returns the wakers to
-    /// wake (after the core's borrow is released) and whether anything was done.
-    fn idle_step(&self) -> (Vec<Waker>, bool) {
+    /// One decision when no task is ready: flush, begin a GPU wait, or take the outcome of the
+    /// one going on. Returns the wakers to wake (after the core's borrow is released) and what
+    /// the loop should do next.
+    fn idle_step(&self) -> (Vec<Waker>, Step) {
         let mut core = self.core.borrow_mut();
         let mut wakers = Vec::new();
         // Flush when someone waits for the recording epoch, or when nothing else could be
-        // waited for (so recorded work is never left behind).
+        // waited for (so recorded work is never left behind). A wait going on does not stop
+        // a flush: the submit goes to the queue while the wait thread blocks.
         if core.backend.has_pending() && (!core.pending_waiters.is_empty() || core.by_value.is_empty()) {
             self.flush_locked(&mut core, &mut wakers);
-            return (wakers, true);
+            return (wakers, Step::Progress);
         }
-        if core.by_value.is_empty() {
-            return (wakers, false);
-        }
-        let target = match self.options.policy {
-            WaitPolicy::All => *core.by_value.keys().next_back().expect("non-empty"),
-            WaitPolicy::Oldest => *core.by_value.keys().next().expect("non-empty"),
-        };
-        let started = std::time::Instant::now();
-        // Optionally read the counter for a short while before blocking: a block and a wake-up
-        // cost the host several microseconds when the GPU is about to finish anyway.
-        let mut spun = Ok(false);
-        if !self.options.spin.is_zero() {
-            loop {
-                match core.backend.completed() {
-                    Ok(c) if c >= target => {
-                        spun = Ok(true);
-                        break;
-                    }
-                    Ok(_) if started.elapsed() < self.options.spin => std::hint::spin_loop(),
-                    Ok(_) => break,
-                    Err(e) => {
-                        spun = Err(e);
-                        break;
+        let (target, waited) = if let Some((target, started)) = core.waiting {
+            match core.backend.wait_result() {
+                // Still blocked on the GPU: sleep until the wait thread or a waker unparks us.
+                None => return (wakers, Step::Sleep),
+                Some(r) => {
+                    core.waiting = None;
+                    bump(&self.counters.wait_ns, started.elapsed().as_nanos() as u64);
+                    (target, r)
+                }
+            }
+        } else {
+            if core.by_value.is_empty() {
+                return (wakers, Step::Sleep);
+            }
+            let target = match self.options.policy {
+                WaitPolicy::All => *core.by_value.keys().next_back().expect("non-empty"),
+                WaitPolicy::Oldest => *core.by_value.keys().next().expect("non-empty"),
+            };
+            let started = std::time::Instant::now();
+            // Optionally read the counter for a short while before blocking: a block and a
+            // wake-up cost the host several microseconds when the GPU is about to finish anyway.
+            let mut spun = Ok(false);
+            if !self.options.spin.is_zero() {
+                loop {
+                    match core.backend.completed() {
+                        Ok(c) if c >= target => {
+                            spun = Ok(true);
+                            break;
+                        }
+                        Ok(_) if started.elapsed() < self.options.spin => std::hint::spin_loop(),
+                        Ok(_) => break,
+                        Err(e) => {
+                            spun = Err(e);
+                            break;
+                        }
                     }
                 }
             }
-        }
-        let waited = match spun {
-            Ok(true) => Ok(true),
-            Ok(false) => {
+            if let Ok(false) = spun {
+                // Block: the wait thread waits for the GPU; this thread sleeps in `park`.
                 bump(&self.counters.host_waits, 1);
-                core.backend.wait(target, self.options.timeout)
+                core.backend.begin_wait(target, self.options.timeout);
+                core.waiting = Some((target, started));
+                return (wakers, Step::Sleep);
             }
-            Err(e) => Err(e),
+            bump(&self.counters.wait_ns, started.elapsed().as_nanos() as u64);
+            (target, spun.map(|_| true))
         };
-        bump(&self.counters.wait_ns, started.elapsed().as_nanos() as u64);
         let outcome = waited.and_then(|reached| {
             let c = core.backend.completed()?;
             Ok((reached, c))
@@ -311,7 +337,7 @@ impl<B: Backend + 'static> Shared<B> {
             }
             Err(e) => self.fail_all(&mut core, e, &mut wakers),
         }
-        (wakers, true)
+        (wakers, Step::Progress)
     }
 
     /// Submits the recording epoch (even if nobody waits for it).

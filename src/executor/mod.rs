@@ -5,9 +5,16 @@
 //!
 //! **Threads.** An [`Executor`] and its tasks live on one thread (the executor is `!Send`, and
 //! tasks need not be `Send`). Wakers are `Send` and may fire on any thread; they push the task
-//! onto a mutex-protected ready queue and unpark the executor's thread. A wake from another
-//! thread that arrives while the executor is blocked in `vkWaitSemaphores` is noticed when that
-//! wait returns (use [`ExecutorBuilder::wait_timeout`] to bound it).
+//! onto a mutex-protected ready queue and unpark the executor's thread. The executor's thread
+//! never blocks inside Vulkan: a GPU wait is handed to the executor's *wait thread* (started at
+//! the first host wait), which blocks in `vkWaitSemaphores` and unparks the executor when the
+//! wait ends. The executor sleeps in `thread::park` meanwhile, so a waker fired on another
+//! thread during a long kernel runs its task at once (within microseconds, not when the kernel
+//! ends), and the wait goes on undisturbed: when the woken tasks are done, the executor sleeps
+//! again on the same wait. Only one wait is outstanding at a time, so the common case still
+//! costs one `vkWaitSemaphores` per flush. (A wait on a second, host-signalled semaphore with
+//! `VK_SEMAPHORE_WAIT_ANY_BIT` would also work, but Mesa's timeline emulation, lavapipe
+//! included, spins on such a wait.)
 //!
 //! **Who owns the timeline counter.** The [`Device`] owns the queue's timeline semaphore and the
 //! counter of values handed out. A value is handed out only by a successful `vkQueueSubmit`
@@ -34,12 +41,15 @@
 //!    signals the next timeline value. Waiters on the epoch move to that value. Work that no
 //!    task waits for is not flushed ahead of a GPU wait that other tasks need; it goes with the
 //!    next flush.
-//! 2. Else, if tasks wait for submitted values, it blocks in `vkWaitSemaphores` on one value:
-//!    the highest awaited one ([`WaitPolicy::All`], the default: one wait covers all pending
-//!    submissions) or the oldest awaited one ([`WaitPolicy::Oldest`]: the host runs the woken
-//!    tasks while the GPU keeps working on later submissions). It then reads the counter once
-//!    and wakes every waiter whose value is at or below it.
-//! 3. Else it sleeps until a waker fires.
+//! 2. Else, if a GPU wait is going on, it takes its outcome if it ended, or sleeps until it
+//!    ends or a waker fires.
+//! 3. Else, if tasks wait for submitted values, it begins a wait (`vkWaitSemaphores` on the wait
+//!    thread) for one value: the highest awaited one ([`WaitPolicy::All`], the default: one
+//!    wait covers all pending submissions) or the oldest awaited one ([`WaitPolicy::Oldest`]:
+//!    the host runs the woken tasks while the GPU keeps working on later submissions), and
+//!    sleeps. When the wait ends it reads the counter once and wakes every waiter whose value
+//!    is at or below it.
+//! 4. Else it sleeps until a waker fires.
 //!
 //! It never blocks while a task is ready. Besides the idle flush, work is flushed when the
 //! recorded-but-unsubmitted ops pass [`ExecutorBuilder::max_pending_ops`] (so a long CPU phase
@@ -137,14 +147,15 @@ pub struct Stats {
     pub flushes: u64,
     /// `vkQueueSubmit` calls.
     pub submits: u64,
-    /// Times the executor blocked in `vkWaitSemaphores` (a wait that an optional spin on the
-    /// counter satisfied does not count).
+    /// GPU waits (`vkWaitSemaphores` calls, made on the executor's wait thread); a wait that an
+    /// optional spin on the counter satisfied does not count.
     pub host_waits: u64,
     /// Pipeline barriers recorded.
     pub barriers: u64,
     /// The last timeline value this executor submitted.
     pub timeline_value: u64,
-    /// Total time the executor spent blocked in `vkWaitSemaphores`, in nanoseconds.
+    /// Total time from the start of each GPU wait (spin included) to the executor taking its
+    /// outcome, in nanoseconds.
     pub wait_ns: u64,
 }
 

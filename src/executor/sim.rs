@@ -32,6 +32,8 @@ struct SimBackend {
     calls: u64,
     lost: bool,
     values: Vec<u64>,
+    /// The outcome of the wait begun last and how many more looks it stays unfinished.
+    waited: Option<(Result<bool>, u32)>,
 }
 
 impl SimBackend {
@@ -101,20 +103,25 @@ impl Backend for SimBackend {
         self.progress();
         Ok(FlushInfo { value: v, barriers: 0, command_buffers: 1 })
     }
-    fn wait(&mut self, value: u64, timeout: Option<Duration>) -> Result<bool> {
-        self.call()?;
-        assert!(value <= self.submitted, "waited for a value never submitted");
-        self.progress();
-        if self.counter >= value {
-            return Ok(true);
+    fn begin_wait(&mut self, value: u64, timeout: Option<Duration>) {
+        assert!(self.waited.is_none(), "a second wait begun before the first one's result was taken");
+        let outcome = self.wait(value, timeout);
+        // The wait "goes on" for a random number of looks, as a real one does on its thread;
+        // each look unparks the executor's thread as the real wait thread would at its end.
+        let looks = (self.next() % 3) as u32;
+        self.waited = Some((outcome, looks));
+        std::thread::current().unpark();
+    }
+    fn wait_result(&mut self) -> Option<Result<bool>> {
+        match &mut self.waited {
+            Some((_, looks)) if *looks > 0 => {
+                *looks -= 1;
+                std::thread::current().unpark();
+                None
+            }
+            Some(_) => self.waited.take().map(|(r, _)| r),
+            None => None,
         }
-        if timeout.is_some() && self.next() % 1000 < self.timeout_per_mille {
-            return Ok(false);
-        }
-        // Blocks until the value, and the GPU may have got further.
-        let extra = self.next() % (self.submitted - value + 1);
-        self.set_counter(value + extra);
-        Ok(true)
     }
     fn completed(&mut self) -> Result<u64> {
         self.call()?;
@@ -131,6 +138,25 @@ impl Backend for SimBackend {
             self.set_counter(s);
         }
         self.in_flight.clear();
+    }
+}
+
+impl SimBackend {
+    /// A wait, done at once: the simulated GPU gets at least as far as `value` (or times out).
+    fn wait(&mut self, value: u64, timeout: Option<Duration>) -> Result<bool> {
+        self.call()?;
+        assert!(value <= self.submitted, "waited for a value never submitted");
+        self.progress();
+        if self.counter >= value {
+            return Ok(true);
+        }
+        if timeout.is_some() && self.next() % 1000 < self.timeout_per_mille {
+            return Ok(false);
+        }
+        // Blocks until the value, and the GPU may have got further.
+        let extra = self.next() % (self.submitted - value + 1);
+        self.set_counter(value + extra);
+        Ok(true)
     }
 }
 
@@ -291,6 +317,7 @@ fn simulate(
         calls: 0,
         lost: false,
         values: Vec::new(),
+        waited: None,
     };
     let timeout = (faults.timeout_per_mille > 0).then(|| Duration::from_millis(1));
     let spin = if seed % 3 == 0 { Duration::from_micros(1) } else { Duration::ZERO };

@@ -1,0 +1,59 @@
+//! A waker fired on another thread reaches its task while the executor waits for a long GPU
+//! kernel, not when that wait ends (issue 8, item 7).
+
+mod common;
+
+use common::{device, finish, mix_cpu, Watchdog};
+use std::time::{Duration, Instant};
+use vkasync::{kernels, Buffer, Executor, Kernel, MemoryKind};
+
+#[test]
+fn a_task_woken_from_another_thread_runs_while_a_long_kernel_is_waited_for() {
+    let _w = Watchdog::new(Duration::from_secs(300));
+    let device = device();
+    let mix = Kernel::new(&device, &kernels::MIX).unwrap();
+    let exec = Executor::new(&device).unwrap();
+
+    // Task A: a kernel that runs for seconds on lavapipe (n = 2^20, K = 4,000).
+    let (n, k) = (1usize << 20, 4000u32);
+    let (ctx, m, dev) = (exec.context(), mix.clone(), device.clone());
+    let long = exec.spawn(async move {
+        let data: Vec<u32> = (0..n as u32).collect();
+        let buf = Buffer::<u32>::new(&dev, n, MemoryKind::Device)?;
+        ctx.upload(&buf, &data)?;
+        ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
+        let out = ctx.read(&buf).await?;
+        Ok::<_, vkasync::Error>((out, Instant::now()))
+    });
+
+    // Task B: waits for a message from a plain thread, sent once the executor is blocked on A.
+    let (tx, rx) = futures::channel::oneshot::channel::<Instant>();
+    let woken = exec.spawn(async move {
+        let sent = rx.await.expect("sender kept");
+        (sent, Instant::now())
+    });
+    let sender = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = tx.send(Instant::now());
+    });
+
+    exec.run();
+    sender.join().unwrap();
+    let (sent, resumed) = woken.join().unwrap();
+    let (out, long_done) = long.join().unwrap().unwrap();
+    let latency = resumed - sent;
+    assert!(
+        resumed < long_done,
+        "the kernel finished before the woken task ran ({:?} after the wake): the test did not overlap them",
+        long_done.saturating_duration_since(sent)
+    );
+    assert!(latency < Duration::from_millis(50), "the woken task ran {latency:?} after its wake");
+    for (i, &x) in out.iter().enumerate().step_by(4099) {
+        assert_eq!(x, mix_cpu(i as u32, k), "element {i}");
+    }
+    let s = exec.stats();
+    // The cross-thread wake costs no extra submit and no extra host wait.
+    assert_eq!((s.submits, s.host_waits), (1, 1), "{s}");
+    drop((exec, mix));
+    finish(device);
+}
