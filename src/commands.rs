@@ -24,6 +24,7 @@ use crate::device::Device;
 use crate::error::{map_oom, Error, Result};
 use crate::hash::IdMap;
 use crate::kernel::{Arg, Kernel, RawKernel};
+use crate::spirv::{BindingInfo, BindingKind};
 use ash::vk;
 use bytemuck::Pod;
 use smallvec::SmallVec;
@@ -293,13 +294,7 @@ impl Recording {
                     ),
                 });
             }
-            if arg.buffer.size > limits.max_storage_buffer_range {
-                return Err(Error::TooLarge {
-                    what: "buffer bound to a dispatch",
-                    requested: arg.buffer.size,
-                    limit: limits.max_storage_buffer_range,
-                });
-            }
+            check_binding_size(k, info, arg.buffer.size, limits)?;
         }
         self.push(Op::Dispatch { kernel: k.clone(), groups, args: args.iter().cloned().collect(), push: push.into() });
         Ok(())
@@ -770,4 +765,27 @@ impl<T: Pod> Readback<T> {
         self.buffer.read_bytes(bytemuck::cast_slice_mut(&mut out))?;
         Ok(out)
     }
+}
+
+/// Checks the size of a buffer bound at `info`: at most the device's range for its descriptor
+/// type (the descriptor covers the whole buffer), and at least the static size of the kernel's
+/// block, so that the kernel's fixed members lie inside the buffer.
+fn check_binding_size(kernel: &RawKernel, info: &BindingInfo, size: u64, limits: &crate::device::Limits) -> Result<()> {
+    let (limit, kind, limit_name) = match info.kind {
+        BindingKind::Storage => (limits.max_storage_buffer_range, "storage", "maxStorageBufferRange"),
+        BindingKind::Uniform => (limits.max_uniform_buffer_range, "uniform", "maxUniformBufferRange"),
+    };
+    let err = |reason: String| Error::BindingSize { kernel: kernel.name.clone(), binding: info.binding, size, reason };
+    if size > limit {
+        return Err(err(format!(
+            "a {size}-byte buffer is bound as a {kind} buffer, past the device's {limit_name} of {limit} bytes"
+        )));
+    }
+    if size < info.min_size {
+        return Err(err(format!(
+            "a {size}-byte buffer is bound where the kernel's {kind} block is {} bytes",
+            info.min_size
+        )));
+    }
+    Ok(())
 }

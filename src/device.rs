@@ -29,8 +29,12 @@ pub struct Limits {
     pub max_compute_work_group_count: [u32; 3],
     /// `maxPushConstantsSize`, in bytes.
     pub max_push_constants_size: u32,
-    /// `maxStorageBufferRange`, in bytes: the largest buffer a dispatch can bind.
+    /// `maxStorageBufferRange`, in bytes: the largest buffer a dispatch can bind as a storage
+    /// buffer.
     pub max_storage_buffer_range: u64,
+    /// `maxUniformBufferRange`, in bytes: the largest buffer a dispatch can bind as a uniform
+    /// buffer.
+    pub max_uniform_buffer_range: u64,
     /// The largest single buffer: `maxMemoryAllocationSize`, capped by the largest heap.
     pub max_buffer_size: u64,
     /// Nanoseconds per timestamp tick.
@@ -234,6 +238,7 @@ impl Device {
             max_compute_work_group_count: props.limits.max_compute_work_group_count,
             max_push_constants_size: props.limits.max_push_constants_size,
             max_storage_buffer_range: props.limits.max_storage_buffer_range as u64,
+            max_uniform_buffer_range: props.limits.max_uniform_buffer_range as u64,
             max_buffer_size: maint3.max_memory_allocation_size.min(largest_heap),
             timestamp_period_ns: props.limits.timestamp_period,
             min_storage_buffer_offset_alignment: props.limits.min_storage_buffer_offset_alignment,

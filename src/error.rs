@@ -97,6 +97,20 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A buffer bound to a dispatch has a size its binding cannot take: past the device's limit
+    /// for its descriptor type (`maxStorageBufferRange`, `maxUniformBufferRange`), or smaller
+    /// than the static size of the kernel's block.
+    #[error("binding {binding} of kernel {kernel:?}: {reason}")]
+    BindingSize {
+        /// The kernel's name.
+        kernel: String,
+        /// The binding number in set 0.
+        binding: u32,
+        /// The size of the buffer given, in bytes.
+        size: u64,
+        /// What is wrong.
+        reason: String,
+    },
     /// SPIR-V that could not be used: bad magic, truncated, no compute entry point, ...
     #[error("invalid SPIR-V: {0}")]
     InvalidSpirv(String),

@@ -60,6 +60,9 @@ pub struct BindingInfo {
     pub kind: BindingKind,
     /// Whether the kernel only reads it (`readonly` in GLSL, or a uniform buffer).
     pub read_only: bool,
+    /// The static size of its block in bytes: the size without a trailing runtime array. A
+    /// buffer bound here must be at least this large.
+    pub min_size: u64,
 }
 
 /// What vkasync needs to know about a compute kernel.
@@ -96,6 +99,8 @@ pub(crate) fn words_from_bytes(bytes: &[u8]) -> Result<Vec<u32>> {
 struct Types {
     scalar: HashMap<u32, u32>,
     vector: HashMap<u32, (u32, u32)>,
+    /// Matrices (column type, column count); also in `vector`.
+    matrix: HashMap<u32, (u32, u32)>,
     array: HashMap<u32, (u32, u32)>,
     structs: HashMap<u32, Vec<u32>>,
     pointer: HashMap<u32, (u32, u32)>,
@@ -140,6 +145,9 @@ pub fn reflect(words: &[u32]) -> Result<Reflection> {
             }
             OP_TYPE_VECTOR | OP_TYPE_MATRIX => {
                 types.vector.insert(arg(0)?, (arg(1)?, arg(2)?));
+                if op == OP_TYPE_MATRIX {
+                    types.matrix.insert(arg(0)?, (arg(1)?, arg(2)?));
+                }
             }
             OP_TYPE_ARRAY => {
                 types.array.insert(arg(0)?, (arg(1)?, arg(2)?));
@@ -212,11 +220,16 @@ pub fn reflect(words: &[u32]) -> Result<Reflection> {
             let mut end = 0;
             for (m, mt) in members.iter().enumerate() {
                 let off = mdec(t, m as u32, DEC_OFFSET).unwrap_or(0);
-                end = end.max(off + size_of(*mt, types, dec, mdec, depth + 1)?);
+                // A matrix member's column stride is a decoration of the member, not the type.
+                let size = match (types.matrix.get(mt), mdec(t, m as u32, DEC_MATRIX_STRIDE)) {
+                    (Some((_, cols)), Some(stride)) => stride.saturating_mul(*cols),
+                    _ => size_of(*mt, types, dec, mdec, depth + 1)?,
+                };
+                end = end.max(off.saturating_add(size));
             }
             return Ok(end);
         }
-        Err(Error::InvalidSpirv(format!("unsupported type %{t} in a push-constant block")))
+        Err(Error::InvalidSpirv(format!("unsupported type %{t} in a push-constant or buffer block")))
     }
 
     let mut bindings = Vec::new();
@@ -251,10 +264,11 @@ pub fn reflect(words: &[u32]) -> Result<Reflection> {
                     return Err(bad("buffer variable of an unknown kind"));
                 };
                 let members = types.structs.get(&t).map_or(0, |m| m.len() as u32);
+                let min_size = if t == 0 { 0 } else { size_of(t, &types, &dec, &member_dec, 0)? as u64 };
                 let read_only = kind == BindingKind::Uniform
                     || has_dec(var, DEC_NON_WRITABLE)
                     || (members > 0 && (0..members).all(|m| member_dec(t, m, DEC_NON_WRITABLE).is_some()));
-                bindings.push(BindingInfo { binding, kind, read_only });
+                bindings.push(BindingInfo { binding, kind, read_only, min_size });
             }
             SC_UNIFORM_CONSTANT if dec(var, DEC_BINDING).is_some() => {
                 return Err(bad("image or sampler bindings are not supported; use buffers"));
