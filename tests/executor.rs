@@ -3,7 +3,7 @@
 mod common;
 use common::*;
 use std::rc::Rc;
-use vkasync::{kernels, Buffer, Ctx, Device, Error, Executor, Kernel, MemoryKind, WaitPolicy};
+use vkasync::{kernels, Buffer, Ctx, Device, Error, Executor, FlushPolicy, Kernel, MemoryKind, WaitPolicy};
 
 /// One task of the motivating case: upload, one `mix`, read back.
 async fn mix_task(ctx: Ctx, mix: Kernel, t: u32, n: usize, k: u32) -> Result<Vec<u32>, Error> {
@@ -58,6 +58,31 @@ fn a_thousand_tasks_share_one_submit_and_one_wait() {
         assert!(s.barriers <= 4, "{s}");
     }
     drop(mix);
+    finish(device);
+}
+
+#[test]
+fn group_commit_submits_at_once_when_the_gpu_is_idle_and_gathers_while_it_works() {
+    let (device, mix) = setup();
+    let exec = Executor::builder(&device).flush_policy(FlushPolicy::GroupCommit).build().unwrap();
+    // One task alone: its wait finds the GPU idle, so its work goes at once, in one submit.
+    let one = exec.spawn(mix_task(exec.context(), mix.clone(), 7, 64, 3));
+    exec.run();
+    assert_eq!(one.join().unwrap().unwrap(), expected(7, 64, 3));
+    let s = exec.stats();
+    assert_eq!((s.await_points, s.submits), (1, 1), "{s}");
+    // A thousand: the first wait submits at once, the rest gather while the GPU works.
+    let handles: Vec<_> = (0..1000u32).map(|t| exec.spawn(mix_task(exec.context(), mix.clone(), t, 64, 3))).collect();
+    exec.run();
+    for (t, h) in handles.into_iter().enumerate() {
+        assert_eq!(h.join().unwrap().unwrap(), expected(t as u32, 64, 3));
+    }
+    let s = exec.stats();
+    println!("group commit, 1,000 tasks: {s}");
+    assert_eq!(s.await_points, 1001, "{s}");
+    assert!(s.submits >= 3, "the first task's work should go alone, before the others gather: {s}");
+    assert!(s.submits < 1001, "{s}");
+    drop((exec, mix));
     finish(device);
 }
 

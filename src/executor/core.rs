@@ -4,7 +4,7 @@
 use super::backend::Backend;
 use super::task::{JoinError, JoinHandle};
 use super::waiters::{Key, Waiters};
-use super::{Stats, WaitPolicy};
+use super::{FlushPolicy, Stats, WaitPolicy};
 use crate::error::{Error, Result};
 use async_task::Runnable;
 use std::cell::{Cell, RefCell};
@@ -121,6 +121,8 @@ pub(crate) struct Options {
     pub max_pending: usize,
     /// How long to read the counter before blocking (zero: block at once).
     pub spin: Duration,
+    /// When recorded work is submitted.
+    pub flush: FlushPolicy,
 }
 
 /// What the executor and its contexts share.
@@ -294,8 +296,9 @@ impl<B: Backend + 'static> Shared<B> {
             let started = std::time::Instant::now();
             // Optionally read the counter for a short while before blocking: a block and a
             // wake-up cost the host several microseconds when the GPU is about to finish anyway.
-            let mut spun = Ok(false);
-            if !self.options.spin.is_zero() {
+            // A target already seen reached (a group-commit check read the counter) needs none.
+            let mut spun = Ok(target <= core.completed);
+            if !self.options.spin.is_zero() && spun == Ok(false) {
                 loop {
                     match core.backend.completed() {
                         Ok(c) if c >= target => {
@@ -338,6 +341,25 @@ impl<B: Backend + 'static> Shared<B> {
             Err(e) => self.fail_all(&mut core, e, &mut wakers),
         }
         (wakers, Step::Progress)
+    }
+
+    /// Whether every submission of this executor has completed, reading the counter if the
+    /// last value read does not tell. Waiters whose values the read shows reached are fired.
+    fn gpu_idle(&self, core: &mut Core<B>, wakers: &mut Vec<Waker>) -> bool {
+        let last = self.counters.timeline.get();
+        if last <= core.completed {
+            return true;
+        }
+        match core.backend.completed() {
+            Ok(c) => {
+                core.completed = core.completed.max(c);
+                let done_upto = core.completed;
+                fire_upto(core, done_upto, Ok(()), wakers);
+                last <= core.completed
+            }
+            // The error reaches the waiters at the next wait.
+            Err(_) => false,
+        }
     }
 
     /// Submits the recording epoch (even if nobody waits for it).
@@ -562,11 +584,26 @@ impl<B: Backend + 'static> Future for SyncFuture<B> {
         // Must wait: one slot, under the recording epoch or under the submitted value.
         this.count();
         let key = core.waiters.insert(cx.waker().clone());
-        match value {
-            None => core.pending_waiters.push(key),
-            Some(v) => core.by_value.entry(v).or_default().push(key),
-        }
         this.key = Some(key);
+        match value {
+            Some(v) => core.by_value.entry(v).or_default().push(key),
+            None => {
+                core.pending_waiters.push(key);
+                if shared.options.flush == FlushPolicy::GroupCommit {
+                    // Group commit: if the GPU has nothing left to do, submit what is recorded
+                    // now, rather than when no task can run. Otherwise keep gathering: the
+                    // executor submits it when the GPU is idle again or when no task can run.
+                    let mut wakers = Vec::new();
+                    if shared.gpu_idle(&mut core, &mut wakers) {
+                        shared.flush_locked(&mut core, &mut wakers);
+                    }
+                    drop(core);
+                    for w in wakers {
+                        w.wake();
+                    }
+                }
+            }
+        }
         Poll::Pending
     }
 }

@@ -134,6 +134,21 @@ pub enum WaitPolicy {
     Oldest,
 }
 
+/// When the executor submits recorded work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FlushPolicy {
+    /// Submit only when no task can run (or at the flush bound): the fewest submits, and the
+    /// GPU starts only when the host has recorded everything it could.
+    #[default]
+    WhenIdle,
+    /// Group commit (as databases commit transactions and TCP corks small sends): when a task
+    /// waits for recorded work and the GPU has nothing left to do, submit at once; while a
+    /// submission runs, keep recording, and submit what gathered as soon as a waiting task
+    /// finds the GPU idle again, or when no task can run (or at the flush bound). The GPU
+    /// starts early and works while the host records.
+    GroupCommit,
+}
+
 /// Counters kept by an executor. `Display` prints the stats line used by the examples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Stats {
@@ -177,9 +192,16 @@ pub struct ExecutorBuilder {
     timeout: Option<Duration>,
     max_pending: usize,
     spin: Duration,
+    flush: FlushPolicy,
 }
 
 impl ExecutorBuilder {
+    /// When recorded work is submitted (default [`FlushPolicy::WhenIdle`]).
+    pub fn flush_policy(mut self, flush: FlushPolicy) -> Self {
+        self.flush = flush;
+        self
+    }
+
     /// The wait policy (default [`WaitPolicy::All`]).
     pub fn wait_policy(mut self, policy: WaitPolicy) -> Self {
         self.policy = policy;
@@ -210,8 +232,13 @@ impl ExecutorBuilder {
     /// Creates the executor.
     pub fn build(self) -> Result<Executor> {
         let backend = VulkanBackend::new(&self.device)?;
-        let options =
-            Options { policy: self.policy, timeout: self.timeout, max_pending: self.max_pending, spin: self.spin };
+        let options = Options {
+            policy: self.policy,
+            timeout: self.timeout,
+            max_pending: self.max_pending,
+            spin: self.spin,
+            flush: self.flush,
+        };
         Ok(Executor { shared: Shared::new(backend, options), device: self.device })
     }
 }
@@ -250,6 +277,7 @@ impl Executor {
             timeout: None,
             max_pending: 4096,
             spin: Duration::ZERO,
+            flush: FlushPolicy::WhenIdle,
         }
     }
 

@@ -4,7 +4,7 @@
 
 use super::backend::{Backend, FlushInfo};
 use super::core::{ContextState, Options, Shared, SyncFuture};
-use super::{JoinHandle, WaitPolicy};
+use super::{FlushPolicy, JoinHandle, WaitPolicy};
 use crate::error::{Error, Result};
 use proptest::prelude::*;
 use std::cell::RefCell;
@@ -247,7 +247,31 @@ fn run_task(
                 }
                 Step::Sync => {
                     let covered = mine.clone();
-                    ctx.synchronize().await?;
+                    let (idle, unsubmitted) = {
+                        let core = ctx.shared.core.borrow();
+                        let values = core.backend.op_value.borrow();
+                        let b = &core.backend;
+                        (b.counter == b.submitted, mine.iter().any(|op| !values.contains_key(op)))
+                    };
+                    let mut wait = std::pin::pin!(ctx.synchronize());
+                    let first = std::future::poll_fn(|cx| Poll::Ready(wait.as_mut().poll(cx))).await;
+                    if first.is_pending() && idle && unsubmitted && ctx.shared.options.flush == FlushPolicy::GroupCommit
+                    {
+                        // Group commit: the GPU had nothing to do, so the work this task waits
+                        // for must have been submitted by the time its wait first returns.
+                        let values = ctx.shared.core.borrow().backend.op_value.clone();
+                        if let Some(op) = covered.iter().find(|op| !values.borrow().contains_key(op)) {
+                            world
+                                .borrow_mut()
+                                .violations
+                                .push(format!("op {op} not submitted although the GPU was idle when awaited"));
+                        }
+                    }
+                    if let std::task::Poll::Ready(r) = first {
+                        r?;
+                    } else {
+                        wait.await?;
+                    }
                     // Every op recorded before the call has completed on the simulated GPU.
                     let counter = *ctx.shared.core.borrow().backend.counter_view.borrow();
                     let values = ctx.shared.core.borrow().backend.op_value.clone();
@@ -321,7 +345,8 @@ fn simulate(
     };
     let timeout = (faults.timeout_per_mille > 0).then(|| Duration::from_millis(1));
     let spin = if seed % 3 == 0 { Duration::from_micros(1) } else { Duration::ZERO };
-    let shared = Shared::new(backend, Options { policy, timeout, max_pending, spin });
+    let flush = if (seed >> 8) % 2 == 0 { FlushPolicy::WhenIdle } else { FlushPolicy::GroupCommit };
+    let shared = Shared::new(backend, Options { policy, timeout, max_pending, spin, flush });
     let world = Rc::new(RefCell::new(World::default()));
     let next_op = Rc::new(RefCell::new(0));
     let no_faults = faults.fail_submit_per_mille == 0 && faults.timeout_per_mille == 0 && faults.lose_at_call.is_none();
