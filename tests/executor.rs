@@ -397,6 +397,40 @@ fn a_spin_before_waiting_can_replace_the_blocking_wait() {
 }
 
 #[test]
+fn the_adaptive_spin_catches_short_waits_and_stops_spinning_for_long_kernels() {
+    use std::time::Duration;
+    let (device, mix) = setup();
+    // Short jobs: a generous bound lets the spin see them finish.
+    let exec = Executor::builder(&device).adaptive_spin(Duration::from_millis(200)).build().unwrap();
+    for round in 0..10u32 {
+        let h = exec.spawn(mix_task(exec.context(), mix.clone(), round, 64, 1));
+        exec.run();
+        assert_eq!(h.join().unwrap().unwrap(), expected(round, 64, 1));
+    }
+    let s = exec.stats();
+    assert_eq!(s.submits, 10, "{s}");
+    assert!(s.host_waits < 5, "short waits should end within the spin: {s}");
+    drop(exec);
+    // Long kernels (tens of milliseconds on lavapipe) against a 2 ms bound: after the first
+    // wait the estimate passes the bound and the executor blocks without spinning.
+    let exec = Executor::builder(&device).adaptive_spin(Duration::from_millis(2)).build().unwrap();
+    for round in 0..3u32 {
+        let h = exec.spawn(mix_task(exec.context(), mix.clone(), round, 1 << 16, 3000));
+        exec.run();
+        let out = h.join().unwrap().unwrap();
+        for i in [0u32, 12345, (1 << 16) - 1] {
+            assert_eq!(out[i as usize], mix_cpu(i ^ round.wrapping_mul(2654435761), 3000), "element {i}");
+        }
+    }
+    let s = exec.stats();
+    assert_eq!((s.submits, s.host_waits), (3, 3), "{s}");
+    // At most the first wait's spin (twice the initial estimate of half the bound).
+    assert!(s.spin_ns <= 2_500_000, "spun {} µs on long kernels: {s}", s.spin_ns / 1000);
+    drop((exec, mix));
+    finish(device);
+}
+
+#[test]
 fn awaiting_gpu_work_outside_the_executor_is_an_error_not_a_hang() {
     let _w = Watchdog::new(std::time::Duration::from_secs(60));
     let (device, mix) = setup();

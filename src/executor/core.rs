@@ -76,6 +76,34 @@ pub(crate) struct Core<B> {
     fatal: Option<Error>,
     /// The GPU wait going on (its target value and when it began), if any.
     waiting: Option<(u64, std::time::Instant)>,
+    /// How long recent GPU waits took, for the adaptive spin.
+    estimate: SpinEstimate,
+}
+
+/// An estimate of how long a GPU wait takes, from the waits seen so far (an exponential moving
+/// average, weight 1/4 for the newest), for the adaptive spin: spin for twice the estimate
+/// when that is within the bound, not at all when waits are longer (a long kernel then costs
+/// no CPU time).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SpinEstimate {
+    ns: u64,
+}
+
+impl SpinEstimate {
+    fn record(&mut self, took: Duration) {
+        let t = took.as_nanos().min(u64::MAX as u128 / 4) as u64;
+        self.ns = (self.ns * 3 + t) / 4;
+    }
+
+    /// How long to spin before blocking, at most `bound`.
+    fn budget(&self, bound: Duration) -> Duration {
+        let est = Duration::from_nanos(self.ns);
+        if est > bound {
+            Duration::ZERO
+        } else {
+            (est * 2).min(bound)
+        }
+    }
 }
 
 /// What the loop does after an idle step.
@@ -107,6 +135,7 @@ pub(crate) struct Counters {
     pub barriers: Cell<u64>,
     pub timeline: Cell<u64>,
     pub wait_ns: Cell<u64>,
+    pub spin_ns: Cell<u64>,
 }
 
 fn bump(c: &Cell<u64>, by: u64) {
@@ -119,8 +148,11 @@ pub(crate) struct Options {
     pub policy: WaitPolicy,
     pub timeout: Option<Duration>,
     pub max_pending: usize,
-    /// How long to read the counter before blocking (zero: block at once).
+    /// How long to read the counter before blocking (zero: block at once). With `adaptive`,
+    /// the most it may spin.
     pub spin: Duration,
+    /// Spin only as long as recent waits suggest the GPU will finish (see [`SpinEstimate`]).
+    pub adaptive: bool,
     /// When recorded work is submitted.
     pub flush: FlushPolicy,
 }
@@ -156,6 +188,7 @@ impl<B: Backend + 'static> Shared<B> {
                 completed: 0,
                 fatal: None,
                 waiting: None,
+                estimate: SpinEstimate { ns: options.spin.as_nanos().min(u64::MAX as u128) as u64 / 2 },
             }),
             counters: Counters::default(),
             options,
@@ -179,6 +212,7 @@ impl<B: Backend + 'static> Shared<B> {
             barriers: c.barriers.get(),
             timeline_value: c.timeline.get(),
             wait_ns: c.wait_ns.get(),
+            spin_ns: c.spin_ns.get(),
         }
     }
 
@@ -281,7 +315,9 @@ impl<B: Backend + 'static> Shared<B> {
                 None => return (wakers, Step::Sleep),
                 Some(r) => {
                     core.waiting = None;
-                    bump(&self.counters.wait_ns, started.elapsed().as_nanos() as u64);
+                    let took = started.elapsed();
+                    core.estimate.record(took);
+                    bump(&self.counters.wait_ns, took.as_nanos() as u64);
                     (target, r)
                 }
             }
@@ -298,14 +334,17 @@ impl<B: Backend + 'static> Shared<B> {
             // wake-up cost the host several microseconds when the GPU is about to finish anyway.
             // A target already seen reached (a group-commit check read the counter) needs none.
             let mut spun = Ok(target <= core.completed);
-            if !self.options.spin.is_zero() && spun == Ok(false) {
+            let budget =
+                if self.options.adaptive { core.estimate.budget(self.options.spin) } else { self.options.spin };
+            if !budget.is_zero() && spun == Ok(false) {
                 loop {
                     match core.backend.completed() {
                         Ok(c) if c >= target => {
                             spun = Ok(true);
+                            core.estimate.record(started.elapsed());
                             break;
                         }
-                        Ok(_) if started.elapsed() < self.options.spin => std::hint::spin_loop(),
+                        Ok(_) if started.elapsed() < budget => std::hint::spin_loop(),
                         Ok(_) => break,
                         Err(e) => {
                             spun = Err(e);
@@ -313,6 +352,9 @@ impl<B: Backend + 'static> Shared<B> {
                         }
                     }
                 }
+            }
+            if !budget.is_zero() {
+                bump(&self.counters.spin_ns, started.elapsed().as_nanos() as u64);
             }
             if let Ok(false) = spun {
                 // Block: the wait thread waits for the GPU; this thread sleeps in `park`.

@@ -172,6 +172,9 @@ pub struct Stats {
     /// Total time from the start of each GPU wait (spin included) to the executor taking its
     /// outcome, in nanoseconds.
     pub wait_ns: u64,
+    /// Of which spent spinning on the counter before blocking (CPU time of the executor's
+    /// thread), in nanoseconds.
+    pub spin_ns: u64,
 }
 
 impl std::fmt::Display for Stats {
@@ -192,6 +195,7 @@ pub struct ExecutorBuilder {
     timeout: Option<Duration>,
     max_pending: usize,
     spin: Duration,
+    adaptive: bool,
     flush: FlushPolicy,
 }
 
@@ -226,6 +230,17 @@ impl ExecutorBuilder {
     /// `BENCHMARKS.md` for what it gives.
     pub fn spin_before_wait(mut self, spin: Duration) -> Self {
         self.spin = spin;
+        self.adaptive = false;
+        self
+    }
+
+    /// Before blocking, read the timeline counter for as long as recent waits suggest the GPU
+    /// needs (twice their moving average), but at most `bound`, and not at all while waits take
+    /// longer than `bound`. Short round trips then skip the block and wake-up; long kernels
+    /// cost no CPU time. [`Stats::spin_ns`] reports the time spent spinning.
+    pub fn adaptive_spin(mut self, bound: Duration) -> Self {
+        self.spin = bound;
+        self.adaptive = true;
         self
     }
 
@@ -237,6 +252,7 @@ impl ExecutorBuilder {
             timeout: self.timeout,
             max_pending: self.max_pending,
             spin: self.spin,
+            adaptive: self.adaptive,
             flush: self.flush,
         };
         Ok(Executor { shared: Shared::new(backend, options), device: self.device })
@@ -277,6 +293,7 @@ impl Executor {
             timeout: None,
             max_pending: 4096,
             spin: Duration::ZERO,
+            adaptive: false,
             flush: FlushPolicy::WhenIdle,
         }
     }

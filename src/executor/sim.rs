@@ -346,7 +346,8 @@ fn simulate(
     let timeout = (faults.timeout_per_mille > 0).then(|| Duration::from_millis(1));
     let spin = if seed % 3 == 0 { Duration::from_micros(1) } else { Duration::ZERO };
     let flush = if (seed >> 8) % 2 == 0 { FlushPolicy::WhenIdle } else { FlushPolicy::GroupCommit };
-    let shared = Shared::new(backend, Options { policy, timeout, max_pending, spin, flush });
+    let adaptive = (seed >> 9) % 2 == 0;
+    let shared = Shared::new(backend, Options { policy, timeout, max_pending, spin, adaptive, flush });
     let world = Rc::new(RefCell::new(World::default()));
     let next_op = Rc::new(RefCell::new(0));
     let no_faults = faults.fail_submit_per_mille == 0 && faults.timeout_per_mille == 0 && faults.lose_at_call.is_none();
