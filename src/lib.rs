@@ -53,7 +53,9 @@ pub use buffer::{Buffer, MemoryKind};
 pub use commands::{CommandList, Readback, Recorder};
 pub use device::{Device, DeviceBuilder, Limits, MemoryReport};
 pub use error::{Error, Result};
-pub use executor::{Ctx, Executor, ExecutorBuilder, FlushPolicy, JoinError, JoinHandle, Stats, WaitPolicy};
+pub use executor::{
+    Ctx, Executor, ExecutorBuilder, FlushPolicy, JoinError, JoinHandle, Queue, QueueBuilder, Spawner, Stats, WaitPolicy,
+};
 pub use instance::{adapters, AdapterInfo, DeviceSelector, DeviceType, QueueFamilyInfo};
 pub use kernel::{Arg, Kernel, KernelSource};
 pub use spirv::{BindingInfo, BindingKind, Reflection};

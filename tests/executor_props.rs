@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::OnceLock;
 use std::task::{Context, Poll};
-use vkasync::{kernels, Buffer, Ctx, Device, Error, Executor, JoinHandle, Kernel, MemoryKind, WaitPolicy};
+use vkasync::{kernels, Buffer, Ctx, Device, Error, Executor, JoinHandle, Kernel, MemoryKind, Spawner, WaitPolicy};
 
 #[derive(Debug, Clone)]
 enum Step {
@@ -52,6 +52,7 @@ type Handles = Rc<RefCell<Vec<Option<JoinHandle<Result<(), Error>>>>>>;
 
 fn task(
     ctx: Ctx,
+    sp: Spawner,
     mix: Kernel,
     steps: Vec<Step>,
     handles: Handles,
@@ -74,7 +75,7 @@ fn task(
                 Step::Yield => YieldNow(false).await,
                 Step::Spawn(child) => {
                     let i = handles.borrow().len();
-                    let h = ctx.spawn(task(ctx.fork(), mix.clone(), child, handles.clone(), i, n / 2 + 1));
+                    let h = sp.spawn(task(ctx.fork(), sp.clone(), mix.clone(), child, handles.clone(), i, n / 2 + 1));
                     handles.borrow_mut().push(Some(h));
                 }
                 Step::AwaitEarlier(k) => {
@@ -132,7 +133,7 @@ proptest! {
         let handles: Handles = Rc::default();
         for p in programs {
             let i = handles.borrow().len();
-            let h = exec.spawn(task(exec.context(), mix.clone(), p, handles.clone(), i, n));
+            let h = exec.spawn(task(exec.context(), exec.spawner(), mix.clone(), p, handles.clone(), i, n));
             handles.borrow_mut().push(Some(h));
         }
         exec.run();

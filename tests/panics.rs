@@ -4,7 +4,7 @@
 mod common;
 
 use common::{device, finish, Watchdog};
-use vkasync::{kernels, Buffer, Error, Executor, Kernel, MemoryKind};
+use vkasync::{kernels, Buffer, Executor, Kernel, MemoryKind};
 
 /// A local whose destructor panics.
 struct PanicOnDrop(&'static str);
@@ -86,7 +86,7 @@ fn a_task_panicking_while_dropped_at_shutdown_does_not_unwind_out_of_the_drop() 
 }
 
 #[test]
-fn after_a_panicking_abort_the_outside_await_check_still_fires() {
+fn after_a_panicking_abort_an_await_outside_the_executor_still_completes() {
     let _w = Watchdog::new(std::time::Duration::from_secs(120));
     let device = device();
     let mix = Kernel::new(&device, &kernels::MIX).unwrap();
@@ -99,12 +99,12 @@ fn after_a_panicking_abort_the_outside_await_check_still_fires() {
     victim.abort();
     exec.run();
     assert!(victim.join().unwrap_err().is_panic());
-    // The executor is not running: a GPU wait polled elsewhere must fail at once, not hang.
+    // The executor is not running (its running count was restored on the unwind): a GPU wait
+    // polled elsewhere is submitted and waited for by the queue's driver, not left hanging.
     let ctx = exec.context();
     let buf = Buffer::<u32>::new(&device, 64, MemoryKind::Device).unwrap();
     ctx.dispatch(&mix, [1, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[64u32, 1])).unwrap();
-    let err = futures::executor::block_on(ctx.synchronize()).unwrap_err();
-    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    futures::executor::block_on(ctx.synchronize()).unwrap();
     let c = ctx.clone();
     exec.block_on(async move { c.synchronize().await }).unwrap();
     drop((exec, ctx, buf, mix));
@@ -126,8 +126,7 @@ fn a_panic_resumed_by_block_on_leaves_the_executor_usable() {
     let ctx = exec.context();
     let buf = Buffer::<u32>::new(&device, 64, MemoryKind::Device).unwrap();
     ctx.dispatch(&mix, [1, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[64u32, 1])).unwrap();
-    let err = futures::executor::block_on(ctx.synchronize()).unwrap_err();
-    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    futures::executor::block_on(ctx.synchronize()).unwrap();
     let c = ctx.clone();
     exec.block_on(async move { c.synchronize().await }).unwrap();
     drop((exec, ctx, buf, mix));

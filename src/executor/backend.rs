@@ -9,8 +9,6 @@ use crate::commands::{CommandPool, Recording};
 use crate::device::Device;
 use crate::error::Result;
 use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::Thread;
 use std::time::Duration;
 
 /// What one flush produced.
@@ -24,8 +22,25 @@ pub(crate) struct FlushInfo {
     pub command_buffers: u64,
 }
 
+/// Waits on a queue's timeline from any thread.
+pub(crate) trait Waiter: Send + 'static {
+    /// Reads the counter.
+    fn completed(&self) -> Result<u64>;
+    /// Blocks until the timeline reaches `value` (`Ok(true)`) or `timeout` passes (`Ok(false)`).
+    fn wait(&self, value: u64, timeout: Option<Duration>) -> Result<bool>;
+}
+
+impl Waiter for Device {
+    fn completed(&self) -> Result<u64> {
+        self.shared.completed_value()
+    }
+    fn wait(&self, value: u64, timeout: Option<Duration>) -> Result<bool> {
+        self.shared.wait(value, timeout)
+    }
+}
+
 /// A queue with a timeline.
-pub(crate) trait Backend {
+pub(crate) trait Backend: Send + 'static {
     /// Whether work was recorded since the last flush.
     fn has_pending(&self) -> bool;
     /// How many commands were recorded since the last flush.
@@ -35,13 +50,11 @@ pub(crate) trait Backend {
     /// Submits everything recorded since the last flush in one submission and returns the
     /// value it signals. On error the recorded work is discarded and no value is handed out.
     fn flush(&mut self) -> Result<FlushInfo>;
-    /// Starts a wait until the timeline reaches `value` or `timeout` passes, without blocking
-    /// the caller. The thread that created the backend is unparked when the wait ends; at most
-    /// one wait is outstanding at a time.
-    fn begin_wait(&mut self, value: u64, timeout: Option<Duration>);
-    /// The outcome of the wait begun last, once it has ended (`None` while it goes on):
-    /// `Ok(true)` when the value was reached, `Ok(false)` when the timeout passed.
-    fn wait_result(&mut self) -> Option<Result<bool>>;
+    /// A handle that blocks on the timeline without the backend, so that the core's lock is
+    /// not held while the driver waits.
+    type Waiter: Waiter;
+    /// Makes a [`Self::Waiter`].
+    fn waiter(&self) -> Self::Waiter;
     /// Reads the counter once and releases what submissions at or below it held.
     fn completed(&mut self) -> Result<u64>;
     /// The device is lost: drop unsubmitted work, and give up on what is in flight. Drivers may
@@ -53,78 +66,6 @@ pub(crate) trait Backend {
     fn shutdown(&mut self, bound: Duration);
 }
 
-/// The outstanding wait, shared by the executor and its wait thread.
-#[derive(Default)]
-struct WaitState {
-    /// A wait asked for and not yet taken by the thread.
-    request: Option<(u64, Option<Duration>)>,
-    /// The outcome of the last wait, until the executor takes it.
-    result: Option<Result<bool>>,
-    /// The executor is gone: the thread ends.
-    stop: bool,
-}
-
-/// A thread that blocks in `vkWaitSemaphores` on the executor's behalf, so that the executor's
-/// own thread sleeps in `thread::park`, where both the end of the wait and a waker fired on any
-/// other thread reach it at once. Started at the first host wait; ends when the executor is
-/// dropped (after the wait it may be in returns; it is never joined, so nothing blocks in drop).
-struct WaitThread {
-    state: Arc<(Mutex<WaitState>, Condvar)>,
-}
-
-impl WaitThread {
-    fn start(device: &Device, executor: Thread) -> Result<Self> {
-        let state: Arc<(Mutex<WaitState>, Condvar)> = Arc::default();
-        let (theirs, device) = (state.clone(), device.clone());
-        std::thread::Builder::new()
-            .name("vkasync-wait".into())
-            .spawn(move || {
-                let (lock, cv) = &*theirs;
-                loop {
-                    let (value, timeout) = {
-                        let mut s = lock.lock().unwrap_or_else(|p| p.into_inner());
-                        loop {
-                            if s.stop {
-                                return;
-                            }
-                            if let Some(r) = s.request.take() {
-                                break r;
-                            }
-                            s = cv.wait(s).unwrap_or_else(|p| p.into_inner());
-                        }
-                    };
-                    let outcome = device.wait(value, timeout);
-                    lock.lock().unwrap_or_else(|p| p.into_inner()).result = Some(outcome);
-                    // After the lock is released: the executor may run as soon as it wakes.
-                    executor.unpark();
-                }
-            })
-            .map_err(|e| crate::Error::SubmitFailed(format!("could not start the wait thread: {e}")))?;
-        Ok(WaitThread { state })
-    }
-
-    fn begin(&self, value: u64, timeout: Option<Duration>) {
-        let (lock, cv) = &*self.state;
-        let mut s = lock.lock().unwrap_or_else(|p| p.into_inner());
-        s.result = None;
-        s.request = Some((value, timeout));
-        drop(s);
-        cv.notify_one();
-    }
-
-    fn result(&self) -> Option<Result<bool>> {
-        self.state.0.lock().unwrap_or_else(|p| p.into_inner()).result.take()
-    }
-}
-
-impl Drop for WaitThread {
-    fn drop(&mut self) {
-        let (lock, cv) = &*self.state;
-        lock.lock().unwrap_or_else(|p| p.into_inner()).stop = true;
-        cv.notify_one();
-    }
-}
-
 /// One Vulkan queue of a [`Device`].
 pub(crate) struct VulkanBackend {
     pub device: Device,
@@ -133,11 +74,6 @@ pub(crate) struct VulkanBackend {
     pub pending: Recording,
     /// Submitted recordings, oldest first, holding their buffers and kernels alive.
     in_flight: VecDeque<(u64, Recording)>,
-    /// The thread that creates the backend runs the executor; the wait thread unparks it.
-    executor: Thread,
-    waiter: Option<WaitThread>,
-    /// The outcome of a wait that could not be handed to a thread (it failed to start).
-    failed_wait: Option<Result<bool>>,
 }
 
 impl VulkanBackend {
@@ -147,9 +83,6 @@ impl VulkanBackend {
             pool: Some(CommandPool::new(device)?),
             pending: Recording::new(device),
             in_flight: VecDeque::new(),
-            executor: std::thread::current(),
-            waiter: None,
-            failed_wait: None,
         })
     }
 
@@ -201,25 +134,9 @@ impl Backend for VulkanBackend {
         }
     }
 
-    fn begin_wait(&mut self, value: u64, timeout: Option<Duration>) {
-        if self.waiter.is_none() {
-            match WaitThread::start(&self.device, self.executor.clone()) {
-                Ok(w) => self.waiter = Some(w),
-                Err(e) => {
-                    self.failed_wait = Some(Err(e));
-                    self.executor.unpark();
-                    return;
-                }
-            }
-        }
-        self.waiter.as_ref().expect("started above").begin(value, timeout);
-    }
-
-    fn wait_result(&mut self) -> Option<Result<bool>> {
-        if let Some(r) = self.failed_wait.take() {
-            return Some(r);
-        }
-        self.waiter.as_ref().and_then(WaitThread::result)
+    type Waiter = Device;
+    fn waiter(&self) -> Device {
+        self.device.clone()
     }
 
     fn completed(&mut self) -> Result<u64> {

@@ -1,8 +1,7 @@
 //! The task context: a cheap handle through which a task records GPU work and awaits it.
 
 use super::backend::VulkanBackend;
-use super::core::{ContextState, Shared, SyncFuture};
-use super::task::JoinHandle;
+use super::core::{lock, ContextState, QueueCore, SyncFuture};
 use crate::buffer::Buffer;
 use crate::commands::{Readback, Recorder};
 use crate::device::Device;
@@ -11,18 +10,25 @@ use crate::kernel::{Arg, Kernel};
 use bytemuck::Pod;
 use std::future::Future;
 use std::pin::Pin;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
-/// Records GPU work for one task and awaits it. Made by [`crate::Executor::context`] or handed to
-/// the closure of [`crate::Executor::spawn_with`]. Clones share the task's state.
+/// Records GPU work for one task and awaits it. Made by [`crate::Executor::context`] (handed to
+/// the closure of [`crate::Executor::spawn_with`]) or by [`crate::Queue::context`]. Clones share
+/// the task's state.
+///
+/// A `Ctx` is `Send + Sync` and its waits are `Send + 'static` futures: a context of a
+/// [`crate::Queue`] works from any thread and under any async runtime (tokio, smol,
+/// `futures::executor::block_on`).
 ///
 /// Recording methods copy what they need at once (e.g. the upload's host data) and never block.
 /// [`Ctx::synchronize`] resolves when all work this context recorded before the call is done.
 #[derive(Clone)]
 pub struct Ctx {
-    pub(crate) shared: Rc<Shared<VulkanBackend>>,
-    pub(crate) state: Rc<ContextState>,
+    pub(crate) shared: Arc<QueueCore<VulkanBackend>>,
+    pub(crate) state: Arc<ContextState>,
+    /// Keeps a [`crate::Queue`] open while its contexts live (none for an executor's).
+    pub(crate) keep: Option<Arc<dyn std::any::Any + Send + Sync>>,
     pub(crate) device: Device,
 }
 
@@ -108,7 +114,7 @@ impl Ctx {
     /// Resolves once every command this context recorded before the call has completed on the
     /// GPU. Resolves at once if it recorded nothing (or all of it is known complete).
     pub fn synchronize(&self) -> Synchronize {
-        let batch = self.state.last.borrow().clone();
+        let batch = lock(&self.state.last).clone();
         Synchronize { inner: SyncFuture::new(self.shared.clone(), batch) }
     }
 
@@ -124,18 +130,9 @@ impl Ctx {
         self.shared.flush_now();
     }
 
-    /// Spawns another task on the same executor.
-    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
-    where
-        F: Future + 'static,
-        F::Output: 'static,
-    {
-        self.shared.spawn(future)
-    }
-
     /// A new context with its own state (for a child task).
     pub fn fork(&self) -> Ctx {
-        Ctx { shared: self.shared.clone(), state: Rc::default(), device: self.device.clone() }
+        Ctx { shared: self.shared.clone(), state: Arc::default(), device: self.device.clone(), keep: self.keep.clone() }
     }
 }
 

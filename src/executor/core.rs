@@ -1,48 +1,27 @@
-//! The scheduling core, generic over the queue ([`Backend`]) so that it can be tested without a
-//! GPU. See the module docs of [`crate::executor`] for the protocol this implements.
+//! The scheduling core, shared by both fronts (the native [`crate::Executor`] and the
+//! thread-safe [`crate::Queue`]) and generic over the queue ([`Backend`]) so that it can be
+//! tested without a GPU. See the module docs of [`crate::executor`] for the protocol.
+//!
+//! Everything here is behind one mutex ([`QueueCore::state`]); nothing is lock-free except the
+//! statistics counters. Wakers are collected while the lock is held and woken after it is
+//! released.
 
-use super::backend::Backend;
-use super::task::{JoinError, JoinHandle};
+use super::backend::{Backend, Waiter};
 use super::waiters::{Key, Waiters};
 use super::{FlushPolicy, Stats, WaitPolicy};
 use crate::error::{Error, Result};
-use async_task::Runnable;
-use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::future::Future;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::rc::Rc;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// How long dropping an executor waits for its submitted work.
+/// How long shutting a queue down waits for its submitted work.
 pub(crate) const SHUTDOWN_BOUND: Duration = Duration::from_secs(10);
 
-/// The ready queue. Wakers may fire on any thread, so it is a mutex; the executor thread is
-/// unparked when a task becomes ready while it sleeps.
-pub(crate) struct ReadyQueue {
-    queue: Mutex<VecDeque<Runnable>>,
-    thread: std::thread::Thread,
-}
-
-impl ReadyQueue {
-    fn push(&self, r: Runnable) {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner()).push_back(r);
-        self.thread.unpark();
-    }
-
-    fn pop(&self) -> Option<Runnable> {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
-    }
-}
-
-/// The state of the work a context recorded into one flush epoch.
+/// The state of the work recorded into one flush epoch.
 #[derive(Debug, Clone)]
 pub(crate) enum BatchStatus {
     /// Not yet submitted.
@@ -53,18 +32,38 @@ pub(crate) enum BatchStatus {
     Failed(Error),
 }
 
-/// Shared by the executor and every context that recorded into one epoch.
+/// Shared by the core and every context that recorded into one epoch. The status changes only
+/// under the core's lock.
 #[derive(Debug)]
 pub(crate) struct Batch {
-    pub status: RefCell<BatchStatus>,
+    pub status: Mutex<BatchStatus>,
 }
 
-/// Mutable scheduling state, borrowed only inside the core's own functions (never across user
-/// code, never while waking).
-pub(crate) struct Core<B> {
+impl Batch {
+    fn recording() -> Arc<Self> {
+        Arc::new(Batch { status: Mutex::new(BatchStatus::Recording) })
+    }
+
+    fn status(&self) -> BatchStatus {
+        lock(&self.status).clone()
+    }
+
+    fn set(&self, s: BatchStatus) {
+        *lock(&self.status) = s;
+    }
+}
+
+/// Locks a mutex, ignoring poisoning: every critical section here leaves the state consistent
+/// before anything that can panic runs.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The scheduling state, behind [`QueueCore::state`].
+pub(crate) struct State<B> {
     pub backend: B,
     /// The epoch now recording.
-    batch: Rc<Batch>,
+    batch: Arc<Batch>,
     waiters: Waiters,
     /// Waiters on the epoch now recording.
     pending_waiters: Vec<Key>,
@@ -72,12 +71,26 @@ pub(crate) struct Core<B> {
     by_value: BTreeMap<u64, Vec<Key>>,
     /// The last counter value read.
     completed: u64,
+    /// The last value this queue submitted.
+    submitted: u64,
     /// Set on device loss: every later wait fails with it.
     fatal: Option<Error>,
-    /// The GPU wait going on (its target value and when it began), if any.
-    waiting: Option<(u64, std::time::Instant)>,
+    /// The driver is blocked in a GPU wait for this value.
+    waiting: Option<u64>,
     /// How long recent GPU waits took, for the adaptive spin.
     estimate: SpinEstimate,
+    /// The queue is shut down: the driver ends.
+    stopped: bool,
+    /// The queue's last handle is gone: the driver finishes what is in flight, then stops.
+    closing: bool,
+}
+
+impl<B> State<B> {
+    /// Live waiter slots (0 once every `synchronize` future has finished or been dropped).
+    #[allow(dead_code)] // used by the model tests
+    pub fn waiter_count(&self) -> usize {
+        self.waiters.len()
+    }
 }
 
 /// An estimate of how long a GPU wait takes, from the waits seen so far (an exponential moving
@@ -106,40 +119,23 @@ impl SpinEstimate {
     }
 }
 
-/// What the loop does after an idle step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Step {
-    /// Something changed (a flush, a finished wait): look for ready tasks again.
-    Progress,
-    /// Nothing to do until the GPU wait ends or a waker fires.
-    Sleep,
-}
-
-impl<B> Core<B> {
-    /// Live waiter slots (0 once every `synchronize` future has finished or been dropped).
-    #[allow(dead_code)] // used by the model tests
-    pub fn waiter_count(&self) -> usize {
-        self.waiters.len()
-    }
-}
-
-/// Counters, in cells so that task bookkeeping never needs the core's borrow.
+/// Counters, atomic so that any thread may bump them without the lock.
 #[derive(Default)]
 pub(crate) struct Counters {
-    pub tasks_spawned: Cell<u64>,
-    pub tasks_completed: Cell<u64>,
-    pub await_points: Cell<u64>,
-    pub flushes: Cell<u64>,
-    pub submits: Cell<u64>,
-    pub host_waits: Cell<u64>,
-    pub barriers: Cell<u64>,
-    pub timeline: Cell<u64>,
-    pub wait_ns: Cell<u64>,
-    pub spin_ns: Cell<u64>,
+    pub tasks_spawned: AtomicU64,
+    pub tasks_completed: AtomicU64,
+    pub await_points: AtomicU64,
+    pub flushes: AtomicU64,
+    pub submits: AtomicU64,
+    pub host_waits: AtomicU64,
+    pub barriers: AtomicU64,
+    pub timeline: AtomicU64,
+    pub wait_ns: AtomicU64,
+    pub spin_ns: AtomicU64,
 }
 
-fn bump(c: &Cell<u64>, by: u64) {
-    c.set(c.get() + by);
+pub(crate) fn bump(c: &AtomicU64, by: u64) {
+    c.fetch_add(by, Ordering::Relaxed);
 }
 
 /// Options fixed at construction.
@@ -157,449 +153,480 @@ pub(crate) struct Options {
     pub flush: FlushPolicy,
 }
 
-/// What the executor and its contexts share.
-pub(crate) struct Shared<B> {
-    pub ready: Arc<ReadyQueue>,
-    pub core: RefCell<Core<B>>,
-    pub counters: Counters,
-    pub options: Options,
-    tasks_alive: Cell<usize>,
-    closed: Cell<bool>,
-    /// Abort handles of the unfinished tasks, so that shutdown can cancel every one of them
-    /// (a task whose only waker is stored inside itself would otherwise never be dropped).
-    live: RefCell<Vec<Option<futures::future::AbortHandle>>>,
-    /// Free slots of `live`.
-    free_slots: RefCell<Vec<usize>>,
-    /// How many `run_until` calls are on the stack: a GPU wait polled outside the executor's
-    /// loop would never be woken, so it fails instead of hanging.
-    running: Cell<u32>,
+/// What the driver does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// Something changed (a flush): decide again.
+    Progress,
+    /// Wait for the GPU to reach this value (spin, then block, without the lock).
+    Wait(u64),
+    /// Nothing to do until notified.
+    Sleep,
+    /// The queue is shut down.
+    Stop,
 }
 
-impl<B: Backend + 'static> Shared<B> {
-    pub fn new(backend: B, options: Options) -> Rc<Self> {
-        Rc::new(Shared {
-            ready: Arc::new(ReadyQueue { queue: Mutex::new(VecDeque::new()), thread: std::thread::current() }),
-            core: RefCell::new(Core {
+/// One queue's scheduling core. See the protocol in [`crate::executor`].
+pub(crate) struct QueueCore<B> {
+    pub state: Mutex<State<B>>,
+    /// The driver sleeps on it; notified whenever there may be something for it to do.
+    driver_cv: Condvar,
+    pub counters: Counters,
+    pub options: Options,
+    /// Native executors running their loop over this core. Under [`FlushPolicy::WhenIdle`]
+    /// they submit when idle; with none running, the driver submits what tasks wait for.
+    running: AtomicU32,
+}
+
+impl<B: Backend> QueueCore<B> {
+    pub fn new(backend: B, options: Options) -> Arc<Self> {
+        Arc::new(QueueCore {
+            state: Mutex::new(State {
                 backend,
-                batch: Rc::new(Batch { status: RefCell::new(BatchStatus::Recording) }),
+                batch: Batch::recording(),
                 waiters: Waiters::default(),
                 pending_waiters: Vec::new(),
                 by_value: BTreeMap::new(),
                 completed: 0,
+                submitted: 0,
                 fatal: None,
                 waiting: None,
                 estimate: SpinEstimate { ns: options.spin.as_nanos().min(u64::MAX as u128) as u64 / 2 },
+                stopped: false,
+                closing: false,
             }),
+            driver_cv: Condvar::new(),
             counters: Counters::default(),
             options,
-            tasks_alive: Cell::new(0),
-            closed: Cell::new(false),
-            live: RefCell::default(),
-            free_slots: RefCell::default(),
-            running: Cell::new(0),
+            running: AtomicU32::new(0),
         })
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, State<B>> {
+        lock(&self.state)
     }
 
     pub fn stats(&self) -> Stats {
         let c = &self.counters;
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Stats {
-            tasks_spawned: c.tasks_spawned.get(),
-            tasks_completed: c.tasks_completed.get(),
-            await_points: c.await_points.get(),
-            flushes: c.flushes.get(),
-            submits: c.submits.get(),
-            host_waits: c.host_waits.get(),
-            barriers: c.barriers.get(),
-            timeline_value: c.timeline.get(),
-            wait_ns: c.wait_ns.get(),
-            spin_ns: c.spin_ns.get(),
+            tasks_spawned: g(&c.tasks_spawned),
+            tasks_completed: g(&c.tasks_completed),
+            await_points: g(&c.await_points),
+            flushes: g(&c.flushes),
+            submits: g(&c.submits),
+            host_waits: g(&c.host_waits),
+            barriers: g(&c.barriers),
+            timeline_value: g(&c.timeline),
+            wait_ns: g(&c.wait_ns),
+            spin_ns: g(&c.spin_ns),
         }
     }
 
-    pub fn tasks_alive(&self) -> usize {
-        self.tasks_alive.get()
-    }
-
-    /// Spawns a task. It runs when the executor runs (`run`, `block_on`, `join`).
-    pub fn spawn<F>(self: &Rc<Self>, future: F) -> JoinHandle<F::Output>
-    where
-        F: Future + 'static,
-        F::Output: 'static,
-    {
-        let (abortable, abort) = futures::future::abortable(future);
-        let id = {
-            let mut live = self.live.borrow_mut();
-            match self.free_slots.borrow_mut().pop() {
-                Some(i) => {
-                    live[i] = Some(abort.clone());
-                    i
-                }
-                None => {
-                    live.push(Some(abort.clone()));
-                    live.len() - 1
-                }
-            }
-        };
-        let guard = TaskGuard { shared: Rc::downgrade(self), id };
-        let wrapped = async move {
-            let _guard = guard;
-            CatchTask::new(abortable).await
-        };
-        bump(&self.counters.tasks_spawned, 1);
-        self.tasks_alive.set(self.tasks_alive.get() + 1);
-        let ready = self.ready.clone();
-        let (runnable, task) = async_task::spawn_local(wrapped, move |r| ready.push(r));
-        if self.closed.get() {
-            // The executor is gone: the task is cancelled without running.
-            drop(runnable);
-        } else {
-            runnable.schedule();
-        }
-        JoinHandle::new(task.fallible(), abort, self.clone() as Rc<dyn Runner>)
-    }
-
-    /// Runs tasks until `done()` says so. See the protocol in the module docs.
-    pub fn run_until(&self, done: impl FnMut() -> bool) {
-        // Restored on every exit, unwinding included (a panic in `done` or in the backend).
-        struct Running<'a>(&'a Cell<u32>);
-        impl Drop for Running<'_> {
-            fn drop(&mut self) {
-                self.0.set(self.0.get() - 1);
-            }
-        }
-        self.running.set(self.running.get() + 1);
-        let _running = Running(&self.running);
-        self.run_loop(done);
-    }
-
-    fn run_loop(&self, mut done: impl FnMut() -> bool) {
-        loop {
-            while let Some(r) = self.ready.pop() {
-                r.run();
-            }
-            if done() || self.closed.get() {
-                return;
-            }
-            let (wakers, step) = self.idle_step();
-            let woke = !wakers.is_empty();
-            for w in wakers {
-                w.wake();
-            }
-            if step == Step::Sleep && !woke && self.ready.is_empty() {
-                // Waiting for the GPU (on the wait thread), or for something outside. Sleep
-                // until the wait ends or a waker fires, from any thread: both unpark us.
-                if self.tasks_alive.get() == 0 && done() {
-                    return;
-                }
-                std::thread::park();
-            }
+    /// A native executor's loop starts (`true`) or ends (`false`).
+    pub fn set_running(&self, on: bool) {
+        // Under the lock, so that the driver's decision sees it before it sleeps.
+        let _st = self.lock();
+        if on {
+            self.running.fetch_add(1, Ordering::SeqCst);
+        } else if self.running.fetch_sub(1, Ordering::SeqCst) == 1 {
+            // No loop left to submit idle work: the driver takes over.
+            self.notify_driver();
         }
     }
 
-    /// One decision when no task is ready: flush, begin a GPU wait, or take the outcome of the
-    /// one going on. Returns the wakers to wake (after the core's borrow is released) and what
-    /// the loop should do next.
-    fn idle_step(&self) -> (Vec<Waker>, Step) {
-        let mut core = self.core.borrow_mut();
+    fn executor_running(&self) -> bool {
+        self.running.load(Ordering::SeqCst) > 0
+    }
+
+    /// Wakes the driver to decide again.
+    pub fn notify_driver(&self) {
+        self.driver_cv.notify_one();
+    }
+
+    /// Records through `f` into the backend; if it recorded anything, the context now has work
+    /// in the recording epoch. Then flushes if the recorded work passed the bound.
+    pub fn record<R>(&self, state: &ContextState, f: impl FnOnce(&mut B) -> Result<R>) -> Result<R> {
         let mut wakers = Vec::new();
-        // Flush when someone waits for the recording epoch, or when nothing else could be
-        // waited for (so recorded work is never left behind). A wait going on does not stop
-        // a flush: the submit goes to the queue while the wait thread blocks.
-        if core.backend.has_pending() && (!core.pending_waiters.is_empty() || core.by_value.is_empty()) {
-            self.flush_locked(&mut core, &mut wakers);
-            return (wakers, Step::Progress);
-        }
-        let (target, waited) = if let Some((target, started)) = core.waiting {
-            match core.backend.wait_result() {
-                // Still blocked on the GPU: sleep until the wait thread or a waker unparks us.
-                None => return (wakers, Step::Sleep),
-                Some(r) => {
-                    core.waiting = None;
-                    let took = started.elapsed();
-                    core.estimate.record(took);
-                    bump(&self.counters.wait_ns, took.as_nanos() as u64);
-                    (target, r)
-                }
+        let r = {
+            let mut st = self.lock();
+            let before = st.backend.recorded_count();
+            let r = f(&mut st.backend)?;
+            if st.backend.recorded_count() != before {
+                *lock(&state.last) = Some(st.batch.clone());
             }
-        } else {
-            if core.by_value.is_empty() {
-                return (wakers, Step::Sleep);
+            if st.backend.pending_len() >= self.options.max_pending {
+                self.flush_locked(&mut st, &mut wakers);
             }
-            let target = match self.options.policy {
-                WaitPolicy::All => *core.by_value.keys().next_back().expect("non-empty"),
-                WaitPolicy::Oldest => *core.by_value.keys().next().expect("non-empty"),
-            };
-            let started = std::time::Instant::now();
-            // Optionally read the counter for a short while before blocking: a block and a
-            // wake-up cost the host several microseconds when the GPU is about to finish anyway.
-            // A target already seen reached (a group-commit check read the counter) needs none.
-            let mut spun = Ok(target <= core.completed);
-            let budget =
-                if self.options.adaptive { core.estimate.budget(self.options.spin) } else { self.options.spin };
-            if !budget.is_zero() && spun == Ok(false) {
-                loop {
-                    match core.backend.completed() {
-                        Ok(c) if c >= target => {
-                            spun = Ok(true);
-                            core.estimate.record(started.elapsed());
-                            break;
-                        }
-                        Ok(_) if started.elapsed() < budget => std::hint::spin_loop(),
-                        Ok(_) => break,
-                        Err(e) => {
-                            spun = Err(e);
-                            break;
-                        }
-                    }
-                }
-            }
-            if !budget.is_zero() {
-                bump(&self.counters.spin_ns, started.elapsed().as_nanos() as u64);
-            }
-            if let Ok(false) = spun {
-                // Block: the wait thread waits for the GPU; this thread sleeps in `park`.
-                bump(&self.counters.host_waits, 1);
-                core.backend.begin_wait(target, self.options.timeout);
-                core.waiting = Some((target, started));
-                return (wakers, Step::Sleep);
-            }
-            bump(&self.counters.wait_ns, started.elapsed().as_nanos() as u64);
-            (target, spun.map(|_| true))
+            r
         };
-        let outcome = waited.and_then(|reached| {
-            let c = core.backend.completed()?;
-            Ok((reached, c))
-        });
-        match outcome {
-            Ok((reached, completed)) => {
-                core.completed = core.completed.max(completed);
-                let done_upto = core.completed;
-                fire_upto(&mut core, done_upto, Ok(()), &mut wakers);
-                if !reached {
-                    let t = self.options.timeout.unwrap_or_default();
-                    fire_upto(&mut core, target, Err(Error::Timeout(t)), &mut wakers);
-                }
-            }
-            Err(e) => self.fail_all(&mut core, e, &mut wakers),
-        }
-        (wakers, Step::Progress)
+        wake_all(wakers);
+        Ok(r)
     }
 
-    /// Whether every submission of this executor has completed, reading the counter if the
-    /// last value read does not tell. Waiters whose values the read shows reached are fired.
-    fn gpu_idle(&self, core: &mut Core<B>, wakers: &mut Vec<Waker>) -> bool {
-        let last = self.counters.timeline.get();
-        if last <= core.completed {
-            return true;
-        }
-        match core.backend.completed() {
-            Ok(c) => {
-                core.completed = core.completed.max(c);
-                let done_upto = core.completed;
-                fire_upto(core, done_upto, Ok(()), wakers);
-                last <= core.completed
-            }
-            // The error reaches the waiters at the next wait.
-            Err(_) => false,
-        }
-    }
-
-    /// Submits the recording epoch (even if nobody waits for it).
+    /// Submits the recording epoch now (even if nobody waits for it).
     pub fn flush_now(&self) {
         let mut wakers = Vec::new();
         {
-            let mut core = self.core.borrow_mut();
-            if core.backend.has_pending() {
-                self.flush_locked(&mut core, &mut wakers);
+            let mut st = self.lock();
+            if st.backend.has_pending() {
+                self.flush_locked(&mut st, &mut wakers);
             }
         }
-        for w in wakers {
-            w.wake();
-        }
+        wake_all(wakers);
     }
 
-    /// Flushes if the recorded work passed the bound.
-    pub fn flush_if_over_bound(&self) {
-        let over = self.core.borrow().backend.pending_len() >= self.options.max_pending;
-        if over {
-            self.flush_now();
-        }
+    /// A native executor found no task ready. Under [`FlushPolicy::WhenIdle`] (or whenever
+    /// someone waits for it) it submits the recording epoch: when a task waits for it, or when
+    /// nothing else could be waited for (so recorded work is never left behind). Returns
+    /// whether it flushed.
+    pub fn executor_idle(&self) -> bool {
+        let mut wakers = Vec::new();
+        let flushed = {
+            let mut st = self.lock();
+            let flush = st.backend.has_pending() && (!st.pending_waiters.is_empty() || st.by_value.is_empty());
+            if flush {
+                self.flush_locked(&mut st, &mut wakers);
+            }
+            flush
+        };
+        wake_all(wakers);
+        flushed
     }
 
-    fn flush_locked(&self, core: &mut Core<B>, wakers: &mut Vec<Waker>) {
-        let batch = std::mem::replace(&mut core.batch, Rc::new(Batch { status: RefCell::new(BatchStatus::Recording) }));
-        let keys = std::mem::take(&mut core.pending_waiters);
-        if let Some(e) = core.fatal.clone() {
-            core.backend.abandon();
-            *batch.status.borrow_mut() = BatchStatus::Failed(e.clone());
+    /// Submits everything recorded, moving the epoch's waiters to the value it signals. The
+    /// driver is notified so that it waits for them.
+    fn flush_locked(&self, st: &mut State<B>, wakers: &mut Vec<Waker>) {
+        let batch = std::mem::replace(&mut st.batch, Batch::recording());
+        let keys = std::mem::take(&mut st.pending_waiters);
+        if let Some(e) = st.fatal.clone() {
+            st.backend.abandon();
+            batch.set(BatchStatus::Failed(e.clone()));
             for k in keys {
-                wakers.extend(core.waiters.fire(k, Err(e.clone())));
+                wakers.extend(st.waiters.fire(k, Err(e.clone())));
             }
             return;
         }
         bump(&self.counters.flushes, 1);
-        match core.backend.flush() {
+        match st.backend.flush() {
             Ok(info) => {
                 bump(&self.counters.submits, 1);
                 bump(&self.counters.barriers, info.barriers);
-                self.counters.timeline.set(info.value);
-                *batch.status.borrow_mut() = BatchStatus::Submitted(info.value);
+                self.counters.timeline.store(info.value, Ordering::Relaxed);
+                st.submitted = info.value;
+                batch.set(BatchStatus::Submitted(info.value));
                 if !keys.is_empty() {
-                    core.by_value.entry(info.value).or_default().extend(keys);
+                    st.by_value.entry(info.value).or_default().extend(keys);
+                    self.notify_driver();
                 }
             }
             Err(e) => {
-                *batch.status.borrow_mut() = BatchStatus::Failed(e.clone());
+                batch.set(BatchStatus::Failed(e.clone()));
                 for k in keys {
-                    wakers.extend(core.waiters.fire(k, Err(e.clone())));
+                    wakers.extend(st.waiters.fire(k, Err(e.clone())));
                 }
                 if e.is_device_lost() {
-                    self.fail_all(core, e, wakers);
+                    self.fail_all(st, e, wakers);
                 }
             }
         }
     }
 
     /// Device loss (or another fatal wait error): every waiter gets the error.
-    fn fail_all(&self, core: &mut Core<B>, e: Error, wakers: &mut Vec<Waker>) {
+    fn fail_all(&self, st: &mut State<B>, e: Error, wakers: &mut Vec<Waker>) {
         if e.is_device_lost() {
-            core.fatal = Some(e.clone());
-            core.backend.abandon();
-            *core.batch.status.borrow_mut() = BatchStatus::Failed(e.clone());
+            st.fatal = Some(e.clone());
+            st.backend.abandon();
+            st.batch.set(BatchStatus::Failed(e.clone()));
         }
-        let keys: Vec<Key> = std::mem::take(&mut core.by_value).into_values().flatten().collect();
-        for k in keys.into_iter().chain(std::mem::take(&mut core.pending_waiters)) {
-            wakers.extend(core.waiters.fire(k, Err(e.clone())));
+        let keys: Vec<Key> = std::mem::take(&mut st.by_value).into_values().flatten().collect();
+        for k in keys.into_iter().chain(std::mem::take(&mut st.pending_waiters)) {
+            wakers.extend(st.waiters.fire(k, Err(e.clone())));
         }
     }
 
-    /// Records through `f` into the backend; if it recorded anything, the context now has work
-    /// in the recording epoch. Then flushes if the recorded work passed the bound.
-    pub fn record<R>(&self, state: &ContextState, f: impl FnOnce(&mut B) -> Result<R>) -> Result<R> {
-        let r = {
-            let mut core = self.core.borrow_mut();
-            let before = core.backend.recorded_count();
-            let r = f(&mut core.backend)?;
-            if core.backend.recorded_count() != before {
-                *state.last.borrow_mut() = Some(core.batch.clone());
+    /// Whether every submission of this queue has completed, reading the counter if the last
+    /// value read does not tell. Waiters whose values the read shows reached are fired.
+    fn gpu_idle(&self, st: &mut State<B>, wakers: &mut Vec<Waker>) -> bool {
+        if st.submitted <= st.completed {
+            return true;
+        }
+        match st.backend.completed() {
+            Ok(c) => {
+                self.complete_upto(st, c, wakers);
+                st.submitted <= st.completed
             }
-            r
-        };
-        self.flush_if_over_bound();
-        Ok(r)
+            // The error reaches the waiters at the next wait.
+            Err(_) => false,
+        }
     }
 
-    /// Stops the executor: cancels every task, discards unsubmitted work, waits (bounded) for
-    /// submitted work and releases it.
-    pub fn shutdown(&self) {
-        if self.closed.replace(true) {
-            return;
+    /// The counter was read as `c`: fire every waiter at or below it.
+    fn complete_upto(&self, st: &mut State<B>, c: u64, wakers: &mut Vec<Waker>) {
+        st.completed = st.completed.max(c);
+        let upto = st.completed;
+        fire_upto(st, upto, Ok(()), wakers);
+    }
+
+    /// The driver's decision, under the lock. See the protocol in [`crate::executor`].
+    pub fn decide(&self, st: &mut State<B>, wakers: &mut Vec<Waker>) -> Action {
+        if st.stopped {
+            return Action::Stop;
         }
-        // Cancel every unfinished task: aborting schedules it, and dropping its runnable drops
-        // its future. Drop them outside any borrow: their destructors may touch the core.
-        let live: Vec<_> = self.live.borrow_mut().drain(..).flatten().collect();
-        for h in live {
-            h.abort();
+        let group = self.options.flush == FlushPolicy::GroupCommit || !self.executor_running();
+        if group && st.backend.has_pending() && !st.pending_waiters.is_empty() && st.fatal.is_none() {
+            // Work that tasks wait for: submit it once the GPU has nothing else to do; until
+            // then, wait for what is in flight (and keep gathering).
+            if self.gpu_idle(st, wakers) {
+                self.flush_locked(st, wakers);
+                return Action::Progress;
+            }
+            let target = st.submitted;
+            return Action::Wait(self.wait_target(st).map_or(target, |t| t.max(target)));
         }
+        match self.wait_target(st) {
+            Some(t) => Action::Wait(t),
+            None if st.closing => {
+                if self.gpu_idle(st, wakers) || st.fatal.is_some() {
+                    // Everything completed: release it all and end.
+                    st.stopped = true;
+                    st.backend.shutdown(Duration::ZERO);
+                    Action::Stop
+                } else {
+                    Action::Wait(st.submitted)
+                }
+            }
+            None => Action::Sleep,
+        }
+    }
+
+    /// The last handle of a [`crate::Queue`] is gone: submit what is recorded, and let the
+    /// driver wait for everything in flight, release it and end. Nothing blocks here.
+    pub fn close(&self) {
+        let mut wakers = Vec::new();
+        {
+            let mut st = self.lock();
+            if st.backend.has_pending() {
+                self.flush_locked(&mut st, &mut wakers);
+            }
+            st.closing = true;
+        }
+        self.notify_driver();
+        wake_all(wakers);
+    }
+
+    fn wait_target(&self, st: &State<B>) -> Option<u64> {
+        match self.options.policy {
+            WaitPolicy::All => st.by_value.keys().next_back().copied(),
+            WaitPolicy::Oldest => st.by_value.keys().next().copied(),
+        }
+    }
+
+    /// How long the driver may spin on the counter before blocking for a wait.
+    pub fn spin_budget(&self, st: &State<B>) -> Duration {
+        if self.options.adaptive {
+            st.estimate.budget(self.options.spin)
+        } else {
+            self.options.spin
+        }
+    }
+
+    /// A wait for `target` that began at `started` ended with `outcome` (`Ok(true)`: reached;
+    /// `Ok(false)`: timed out). Fires every waiter the counter shows done.
+    pub fn finish_wait(
+        &self,
+        st: &mut State<B>,
+        target: u64,
+        started: Instant,
+        outcome: Result<bool>,
+        wakers: &mut Vec<Waker>,
+    ) {
+        st.waiting = None;
+        let took = started.elapsed();
+        st.estimate.record(took);
+        bump(&self.counters.wait_ns, took.as_nanos() as u64);
+        let outcome = outcome.and_then(|reached| Ok((reached, st.backend.completed()?)));
+        match outcome {
+            Ok((reached, completed)) => {
+                self.complete_upto(st, completed, wakers);
+                if !reached {
+                    let t = self.options.timeout.unwrap_or_default();
+                    fire_upto(st, target, Err(Error::Timeout(t)), wakers);
+                }
+            }
+            Err(e) => self.fail_all(st, e, wakers),
+        }
+    }
+
+    /// The driver's loop: decide, flush or wait (without the lock), wake, repeat; sleep when
+    /// there is nothing to do. Runs on the queue's driver thread until the queue stops.
+    pub fn drive(&self, waiter: &B::Waiter) {
+        let mut st = self.lock();
         loop {
-            let wakers = self.core.borrow_mut().waiters.take_all_wakers();
-            let mut any = !wakers.is_empty();
-            drop(wakers);
-            while let Some(r) = self.ready.pop() {
-                any = true;
-                drop(r);
-            }
-            if !any {
-                break;
-            }
-        }
-        self.core.borrow_mut().backend.shutdown(SHUTDOWN_BOUND);
-    }
-}
-
-/// Runs an executor's loop without naming its backend (for [`JoinHandle::join`]).
-pub(crate) trait Runner {
-    fn run_until_dyn(&self, done: &mut dyn FnMut() -> bool);
-}
-
-impl<B: Backend + 'static> Runner for Shared<B> {
-    fn run_until_dyn(&self, done: &mut dyn FnMut() -> bool) {
-        self.run_until(done)
-    }
-}
-
-fn fire_upto<B>(core: &mut Core<B>, upto: u64, outcome: Result<(), Error>, wakers: &mut Vec<Waker>) {
-    let later = core.by_value.split_off(&(upto + 1));
-    let done = std::mem::replace(&mut core.by_value, later);
-    for k in done.into_values().flatten() {
-        wakers.extend(core.waiters.fire(k, outcome.clone()));
-    }
-}
-
-/// Counts a task as completed when its future finishes or is dropped.
-struct TaskGuard<B: Backend + 'static> {
-    shared: std::rc::Weak<Shared<B>>,
-    /// The task's slot in `Shared::live`.
-    id: usize,
-}
-
-impl<B: Backend + 'static> Drop for TaskGuard<B> {
-    fn drop(&mut self) {
-        if let Some(s) = self.shared.upgrade() {
-            bump(&s.counters.tasks_completed, 1);
-            s.tasks_alive.set(s.tasks_alive.get() - 1);
-            if let (Ok(mut live), Ok(mut free)) = (s.live.try_borrow_mut(), s.free_slots.try_borrow_mut()) {
-                if let Some(slot) = live.get_mut(self.id) {
-                    *slot = None;
-                    free.push(self.id);
+            let mut wakers = Vec::new();
+            match self.decide(&mut st, &mut wakers) {
+                Action::Stop => return,
+                Action::Progress => {
+                    drop(st);
+                    wake_all(wakers);
+                    st = self.lock();
+                }
+                Action::Sleep if wakers.is_empty() => {
+                    // The decision and the sleep happen under one hold of the lock, so a
+                    // notification cannot fall between them.
+                    st = self.driver_cv.wait(st).unwrap_or_else(|p| p.into_inner());
+                }
+                Action::Sleep => {
+                    drop(st);
+                    wake_all(wakers);
+                    st = self.lock();
+                }
+                Action::Wait(target) => {
+                    st.waiting = Some(target);
+                    let budget = self.spin_budget(&st);
+                    drop(st);
+                    wake_all(wakers);
+                    let started = Instant::now();
+                    let outcome = self.wait_unlocked(waiter, target, budget, started);
+                    st = self.lock();
+                    let mut wakers = Vec::new();
+                    self.finish_wait(&mut st, target, started, outcome, &mut wakers);
+                    drop(st);
+                    wake_all(wakers);
+                    st = self.lock();
                 }
             }
         }
+    }
+
+    /// Spins on the counter for up to `budget`, then blocks until `target` or the timeout.
+    fn wait_unlocked(&self, waiter: &B::Waiter, target: u64, budget: Duration, started: Instant) -> Result<bool> {
+        if !budget.is_zero() {
+            loop {
+                match waiter.completed() {
+                    Ok(c) if c >= target => {
+                        bump(&self.counters.spin_ns, started.elapsed().as_nanos() as u64);
+                        return Ok(true);
+                    }
+                    Ok(_) if started.elapsed() < budget => std::hint::spin_loop(),
+                    Ok(_) => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            bump(&self.counters.spin_ns, started.elapsed().as_nanos() as u64);
+        }
+        bump(&self.counters.host_waits, 1);
+        waiter.wait(target, self.options.timeout)
+    }
+
+    /// Runs the driver's decisions on the calling thread until it would sleep (the model tests
+    /// drive the core this way, deterministically). Returns whether anything happened.
+    #[allow(dead_code)] // used by the model tests
+    pub fn drive_inline(&self, waiter: &B::Waiter, max_steps: usize) -> bool {
+        let mut any = false;
+        for _ in 0..max_steps {
+            let mut wakers = Vec::new();
+            let mut st = self.lock();
+            match self.decide(&mut st, &mut wakers) {
+                Action::Stop | Action::Sleep => {
+                    drop(st);
+                    any |= !wakers.is_empty();
+                    wake_all(wakers);
+                    return any;
+                }
+                Action::Progress => {}
+                Action::Wait(target) => {
+                    let budget = self.spin_budget(&st);
+                    drop(st);
+                    let started = Instant::now();
+                    let outcome = self.wait_unlocked(waiter, target, budget, started);
+                    st = self.lock();
+                    self.finish_wait(&mut st, target, started, outcome, &mut wakers);
+                }
+            }
+            drop(st);
+            wake_all(wakers);
+            any = true;
+        }
+        any
+    }
+
+    /// Stops the queue: discards unsubmitted work, waits (bounded) for submitted work and
+    /// releases it, fails every waiter still waiting, and ends the driver.
+    pub fn shutdown(&self) {
+        let mut wakers = Vec::new();
+        {
+            let mut st = self.lock();
+            if st.stopped {
+                return;
+            }
+            st.stopped = true;
+            st.backend.shutdown(SHUTDOWN_BOUND);
+            let keys: Vec<Key> = std::mem::take(&mut st.by_value).into_values().flatten().collect();
+            for k in keys.into_iter().chain(std::mem::take(&mut st.pending_waiters)) {
+                wakers.extend(st.waiters.fire(k, Err(Error::InvalidArgument("the queue was shut down".into()))));
+            }
+            st.batch.set(BatchStatus::Failed(Error::InvalidArgument("the queue was shut down".into())));
+        }
+        self.notify_driver();
+        wake_all(wakers);
+    }
+
+    /// Takes every waker (at shutdown, to break task ↔ executor reference cycles).
+    pub fn take_all_wakers(&self) -> Vec<Waker> {
+        self.lock().waiters.take_all_wakers()
+    }
+}
+
+fn wake_all(wakers: Vec<Waker>) {
+    for w in wakers {
+        w.wake();
+    }
+}
+
+fn fire_upto<B>(st: &mut State<B>, upto: u64, outcome: Result<(), Error>, wakers: &mut Vec<Waker>) {
+    let later = st.by_value.split_off(&(upto + 1));
+    let done = std::mem::replace(&mut st.by_value, later);
+    for k in done.into_values().flatten() {
+        wakers.extend(st.waiters.fire(k, outcome.clone()));
     }
 }
 
 /// Per-context state: the last epoch this context recorded into.
 #[derive(Default)]
 pub(crate) struct ContextState {
-    pub last: RefCell<Option<Rc<Batch>>>,
+    pub last: Mutex<Option<Arc<Batch>>>,
 }
 
 /// Resolves when the work of one epoch (as captured at creation) has completed.
-pub(crate) struct SyncFuture<B: Backend + 'static> {
-    shared: Rc<Shared<B>>,
-    batch: Option<Rc<Batch>>,
+pub(crate) struct SyncFuture<B: Backend> {
+    core: Arc<QueueCore<B>>,
+    batch: Option<Arc<Batch>>,
     key: Option<Key>,
     counted: bool,
 }
 
-impl<B: Backend + 'static> SyncFuture<B> {
-    pub fn new(shared: Rc<Shared<B>>, batch: Option<Rc<Batch>>) -> Self {
-        SyncFuture { shared, batch, key: None, counted: false }
-    }
-
-    fn count(&mut self) {
-        if !self.counted {
-            self.counted = true;
-            bump(&self.shared.counters.await_points, 1);
-        }
+impl<B: Backend> SyncFuture<B> {
+    pub fn new(core: Arc<QueueCore<B>>, batch: Option<Arc<Batch>>) -> Self {
+        SyncFuture { core, batch, key: None, counted: false }
     }
 }
 
-impl<B: Backend + 'static> Future for SyncFuture<B> {
+impl<B: Backend> Future for SyncFuture<B> {
     type Output = Result<()>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
         let this = self.get_mut();
-        let shared = this.shared.clone();
-        let mut core = shared.core.borrow_mut();
+        let core = this.core.clone();
+        let mut st = core.lock();
         if let Some(key) = this.key {
-            match core.waiters.outcome(key) {
+            match st.waiters.outcome(key) {
                 None => {
-                    core.waiters.update_waker(key, cx.waker());
+                    st.waiters.update_waker(key, cx.waker());
                     return Poll::Pending;
                 }
                 Some(outcome) => {
-                    core.waiters.remove(key);
+                    st.waiters.remove(key);
                     this.key = None;
                     outcome?;
                 }
@@ -608,41 +635,47 @@ impl<B: Backend + 'static> Future for SyncFuture<B> {
         let Some(batch) = &this.batch else {
             return Poll::Ready(Ok(()));
         };
-        if shared.running.get() == 0 {
-            return Poll::Ready(Err(Error::InvalidArgument(
-                "a GPU wait was awaited outside its executor; await it inside a task (spawn, block_on)".into(),
-            )));
-        }
-        let status = batch.status.borrow().clone();
-        let value = match status {
+        let value = match batch.status() {
             BatchStatus::Failed(e) => return Poll::Ready(Err(e)),
-            BatchStatus::Submitted(v) if v <= core.completed => return Poll::Ready(Ok(())),
+            BatchStatus::Submitted(v) if v <= st.completed => return Poll::Ready(Ok(())),
             BatchStatus::Submitted(v) => Some(v),
             BatchStatus::Recording => None,
         };
-        if let Some(e) = core.fatal.clone() {
+        if let Some(e) = st.fatal.clone() {
             return Poll::Ready(Err(e));
         }
+        if st.stopped {
+            return Poll::Ready(Err(Error::InvalidArgument("the queue was shut down".into())));
+        }
         // Must wait: one slot, under the recording epoch or under the submitted value.
-        this.count();
-        let key = core.waiters.insert(cx.waker().clone());
+        if !this.counted {
+            this.counted = true;
+            bump(&core.counters.await_points, 1);
+        }
+        let key = st.waiters.insert(cx.waker().clone());
         this.key = Some(key);
         match value {
-            Some(v) => core.by_value.entry(v).or_default().push(key),
+            Some(v) => {
+                st.by_value.entry(v).or_default().push(key);
+                if st.waiting.is_none() {
+                    core.notify_driver();
+                }
+            }
             None => {
-                core.pending_waiters.push(key);
-                if shared.options.flush == FlushPolicy::GroupCommit {
+                st.pending_waiters.push(key);
+                let group = core.options.flush == FlushPolicy::GroupCommit || !core.executor_running();
+                if group {
                     // Group commit: if the GPU has nothing left to do, submit what is recorded
-                    // now, rather than when no task can run. Otherwise keep gathering: the
-                    // executor submits it when the GPU is idle again or when no task can run.
+                    // now, from this thread. Otherwise keep gathering: the driver submits it
+                    // when what is in flight completes.
                     let mut wakers = Vec::new();
-                    if shared.gpu_idle(&mut core, &mut wakers) {
-                        shared.flush_locked(&mut core, &mut wakers);
+                    if core.gpu_idle(&mut st, &mut wakers) {
+                        core.flush_locked(&mut st, &mut wakers);
+                    } else if st.waiting.is_none() {
+                        core.notify_driver();
                     }
-                    drop(core);
-                    for w in wakers {
-                        w.wake();
-                    }
+                    drop(st);
+                    wake_all(wakers);
                 }
             }
         }
@@ -650,66 +683,21 @@ impl<B: Backend + 'static> Future for SyncFuture<B> {
     }
 }
 
-impl<B: Backend + 'static> Drop for SyncFuture<B> {
+impl<B: Backend> Drop for SyncFuture<B> {
     fn drop(&mut self) {
         if let Some(key) = self.key.take() {
-            if let Ok(mut core) = self.shared.core.try_borrow_mut() {
-                let _ = core.waiters.remove(key);
-            }
+            let _ = self.core.lock().waiters.remove(key);
         }
     }
 }
 
-/// Runs a task's (abortable) future and turns every panic it raises into a [`JoinError`]: a
-/// panic while it is polled, and a panic while it is dropped, which happens after it finished,
-/// after it was aborted, or when the executor shuts down. Nothing a task does can unwind into the
-/// executor's loop.
-struct CatchTask<F> {
-    /// Structurally pinned: never moved out, only dropped in place (by `Pin::set` or `Drop`).
-    inner: Option<F>,
-}
-
-impl<F> CatchTask<F> {
-    fn new(inner: F) -> Self {
-        CatchTask { inner: Some(inner) }
-    }
-}
-
-impl<F, T> Future for CatchTask<F>
-where
-    F: Future<Output = std::result::Result<T, futures::future::Aborted>>,
-{
-    type Output = std::result::Result<T, JoinError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // SAFETY: `inner` is structurally pinned: this type never moves it out of `self`; it is
-        // only dropped in place, through `Pin::set` below or by `Drop`.
-        let mut inner = unsafe { self.map_unchecked_mut(|s| &mut s.inner) };
-        let Some(fut) = inner.as_mut().as_pin_mut() else {
-            return Poll::Ready(Err(JoinError::cancelled()));
-        };
-        let polled = catch_unwind(AssertUnwindSafe(|| fut.poll(cx)));
-        let out = match polled {
-            Ok(Poll::Pending) => return Poll::Pending,
-            Ok(Poll::Ready(Ok(v))) => Ok(v),
-            Ok(Poll::Ready(Err(futures::future::Aborted))) => Err(JoinError::cancelled()),
-            Err(payload) => Err(JoinError::panicked(payload)),
-        };
-        // An aborted future still holds the task's locals: drop them here, where a panic in
-        // their destructors can still be caught and reported as the task's outcome.
-        match catch_unwind(AssertUnwindSafe(|| inner.set(None))) {
-            Ok(()) => Poll::Ready(out),
-            Err(payload) => Poll::Ready(Err(JoinError::panicked(payload))),
-        }
-    }
-}
-
-impl<F> Drop for CatchTask<F> {
-    fn drop(&mut self) {
-        // Dropped unfinished (the executor shut down): the task is cancelled either way, so a
-        // panic from its destructors is contained and logged.
-        if self.inner.is_some() && catch_unwind(AssertUnwindSafe(|| self.inner = None)).is_err() {
-            log::error!("vkasync: a cancelled task panicked while being dropped");
-        }
-    }
+/// Starts the driver thread of a core (see [`QueueCore::drive`]).
+pub(crate) fn spawn_driver<B: Backend>(core: &Arc<QueueCore<B>>, name: &str) -> Result<()> {
+    let waiter = core.lock().backend.waiter();
+    let core = core.clone();
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || core.drive(&waiter))
+        .map(|_| ())
+        .map_err(|e| Error::InvalidArgument(format!("could not start the queue's driver thread: {e}")))
 }

@@ -107,6 +107,8 @@
 mod backend;
 mod context;
 pub(crate) mod core;
+mod local;
+mod queue;
 mod task;
 mod waiters;
 
@@ -114,14 +116,17 @@ mod waiters;
 mod sim;
 
 pub use context::{Ctx, Synchronize};
-pub use task::{JoinError, JoinHandle};
+pub use queue::{Queue, QueueBuilder};
+pub use task::{JoinError, JoinHandle, Spawner};
 
 use self::backend::VulkanBackend;
-use self::core::{Options, Shared};
+use self::core::{spawn_driver, Options, QueueCore};
+use self::local::{Drive, Local};
 use crate::device::Device;
 use crate::error::Result;
 use std::future::Future;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Which timeline value the executor waits for when no task can run.
@@ -255,7 +260,9 @@ impl ExecutorBuilder {
             adaptive: self.adaptive,
             flush: self.flush,
         };
-        Ok(Executor { shared: Shared::new(backend, options), device: self.device })
+        let core = QueueCore::new(backend, options);
+        spawn_driver(&core, "vkasync-driver")?;
+        Ok(Executor { local: Local::new(core, Drive::Thread), device: self.device })
     }
 }
 
@@ -269,7 +276,7 @@ impl ExecutorBuilder {
 /// must_be_send(vkasync::Executor::new(&device).unwrap());
 /// ```
 pub struct Executor {
-    shared: Rc<Shared<VulkanBackend>>,
+    local: Rc<Local<VulkanBackend>>,
     device: Device,
 }
 
@@ -305,7 +312,7 @@ impl Executor {
 
     /// A new task context (each task should have its own; clones share state).
     pub fn context(&self) -> Ctx {
-        Ctx { shared: self.shared.clone(), state: Rc::default(), device: self.device.clone() }
+        Ctx { shared: self.local.core.clone(), state: Arc::default(), device: self.device.clone(), keep: None }
     }
 
     /// Spawns a task. It starts running on the next `run`, `block_on` or `join`.
@@ -314,7 +321,12 @@ impl Executor {
         F: Future + 'static,
         F::Output: 'static,
     {
-        self.shared.spawn(future)
+        self.local.spawn(future)
+    }
+
+    /// A handle that spawns tasks on this executor, for tasks that spawn others.
+    pub fn spawner(&self) -> Spawner {
+        Spawner::new(self.local.clone())
     }
 
     /// Spawns `f(ctx)` with a fresh context.
@@ -329,10 +341,10 @@ impl Executor {
 
     /// Runs until every spawned task has finished.
     pub fn run(&self) {
-        let shared = self.shared.clone();
-        self.shared.run_until(move || shared.tasks_alive() == 0);
+        let local = self.local.clone();
+        self.local.run_until(move || local.tasks_alive() == 0);
         // Work recorded by tasks that finished without awaiting it still goes to the GPU.
-        self.shared.flush_now();
+        self.local.core.flush_now();
     }
 
     /// Runs `future` (and the other tasks while it waits) to completion on this thread.
@@ -354,17 +366,17 @@ impl Executor {
 
     /// The counters.
     pub fn stats(&self) -> Stats {
-        self.shared.stats()
+        self.local.core.stats()
     }
 
     /// Number of tasks not yet finished.
     pub fn tasks_alive(&self) -> usize {
-        self.shared.tasks_alive()
+        self.local.tasks_alive()
     }
 }
 
 impl Drop for Executor {
     fn drop(&mut self) {
-        self.shared.shutdown();
+        self.local.shutdown();
     }
 }

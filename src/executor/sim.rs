@@ -2,8 +2,9 @@
 //! faults (submit failure, device loss) injected at random points. Thousands of random task
 //! programs check the protocol's promises; the lavapipe tests check the same on a real device.
 
-use super::backend::{Backend, FlushInfo};
-use super::core::{ContextState, Options, Shared, SyncFuture};
+use super::backend::{Backend, FlushInfo, Waiter};
+use super::core::{lock, ContextState, Options, QueueCore, SyncFuture};
+use super::local::{Drive, Local};
 use super::{FlushPolicy, JoinHandle, WaitPolicy};
 use crate::error::{Error, Result};
 use proptest::prelude::*;
@@ -12,19 +13,17 @@ use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-/// A queue whose timeline advances by a seeded random amount at each wait or counter read.
-struct SimBackend {
-    pending: Vec<u64>,
+/// The simulated GPU: a timeline that advances by a seeded random amount at each wait or
+/// counter read. Shared by the backend (under the core's lock) and its waiter (without it).
+struct SimGpu {
     /// Last value handed out.
     submitted: u64,
     counter: u64,
     in_flight: VecDeque<(u64, Vec<u64>)>,
-    /// The value each submitted op went out with.
-    op_value: Rc<RefCell<HashMap<u64, u64>>>,
-    counter_view: Rc<RefCell<u64>>,
     rng: u64,
     fail_submit_per_mille: u64,
     timeout_per_mille: u64,
@@ -32,11 +31,9 @@ struct SimBackend {
     calls: u64,
     lost: bool,
     values: Vec<u64>,
-    /// The outcome of the wait begun last and how many more looks it stays unfinished.
-    waited: Option<(Result<bool>, u32)>,
 }
 
-impl SimBackend {
+impl SimGpu {
     fn next(&mut self) -> u64 {
         // xorshift64*
         self.rng ^= self.rng >> 12;
@@ -70,79 +67,12 @@ impl SimBackend {
         assert!(v <= self.submitted, "timeline passed the last submitted value");
         assert!(v >= self.counter, "timeline went backwards");
         self.counter = v;
-        *self.counter_view.borrow_mut() = v;
         while self.in_flight.front().is_some_and(|(x, _)| *x <= v) {
             self.in_flight.pop_front();
         }
     }
-}
 
-impl Backend for SimBackend {
-    fn has_pending(&self) -> bool {
-        !self.pending.is_empty()
-    }
-    fn pending_len(&self) -> usize {
-        self.pending.len()
-    }
-    fn recorded_count(&self) -> usize {
-        self.pending.len()
-    }
-    fn flush(&mut self) -> Result<FlushInfo> {
-        let ops = std::mem::take(&mut self.pending);
-        self.call()?;
-        if self.next() % 1000 < self.fail_submit_per_mille {
-            return Err(Error::SubmitFailed("injected".into()));
-        }
-        self.submitted += 1;
-        let v = self.submitted;
-        self.values.push(v);
-        for &op in &ops {
-            self.op_value.borrow_mut().insert(op, v);
-        }
-        self.in_flight.push_back((v, ops));
-        self.progress();
-        Ok(FlushInfo { value: v, barriers: 0, command_buffers: 1 })
-    }
-    fn begin_wait(&mut self, value: u64, timeout: Option<Duration>) {
-        assert!(self.waited.is_none(), "a second wait begun before the first one's result was taken");
-        let outcome = self.wait(value, timeout);
-        // The wait "goes on" for a random number of looks, as a real one does on its thread;
-        // each look unparks the executor's thread as the real wait thread would at its end.
-        let looks = (self.next() % 3) as u32;
-        self.waited = Some((outcome, looks));
-        std::thread::current().unpark();
-    }
-    fn wait_result(&mut self) -> Option<Result<bool>> {
-        match &mut self.waited {
-            Some((_, looks)) if *looks > 0 => {
-                *looks -= 1;
-                std::thread::current().unpark();
-                None
-            }
-            Some(_) => self.waited.take().map(|(r, _)| r),
-            None => None,
-        }
-    }
-    fn completed(&mut self) -> Result<u64> {
-        self.call()?;
-        Ok(self.counter)
-    }
-    fn abandon(&mut self) {
-        self.pending.clear();
-        self.in_flight.clear();
-    }
-    fn shutdown(&mut self, _bound: Duration) {
-        self.pending.clear();
-        if !self.lost {
-            let s = self.submitted;
-            self.set_counter(s);
-        }
-        self.in_flight.clear();
-    }
-}
-
-impl SimBackend {
-    /// A wait, done at once: the simulated GPU gets at least as far as `value` (or times out).
+    /// A blocking wait: the simulated GPU gets at least as far as `value` (or times out).
     fn wait(&mut self, value: u64, timeout: Option<Duration>) -> Result<bool> {
         self.call()?;
         assert!(value <= self.submitted, "waited for a value never submitted");
@@ -160,11 +90,86 @@ impl SimBackend {
     }
 }
 
+/// A queue over the simulated GPU.
+struct SimBackend {
+    pending: Vec<u64>,
+    gpu: Arc<Mutex<SimGpu>>,
+    /// The value each submitted op went out with.
+    op_value: Arc<Mutex<HashMap<u64, u64>>>,
+}
+
+#[derive(Clone)]
+struct SimWaiter(Arc<Mutex<SimGpu>>);
+
+impl Waiter for SimWaiter {
+    fn completed(&self) -> Result<u64> {
+        let mut g = lock(&self.0);
+        g.call()?;
+        g.progress();
+        Ok(g.counter)
+    }
+    fn wait(&self, value: u64, timeout: Option<Duration>) -> Result<bool> {
+        lock(&self.0).wait(value, timeout)
+    }
+}
+
+impl Backend for SimBackend {
+    fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+    fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+    fn recorded_count(&self) -> usize {
+        self.pending.len()
+    }
+    fn flush(&mut self) -> Result<FlushInfo> {
+        let ops = std::mem::take(&mut self.pending);
+        let mut g = lock(&self.gpu);
+        g.call()?;
+        if g.next() % 1000 < g.fail_submit_per_mille {
+            return Err(Error::SubmitFailed("injected".into()));
+        }
+        g.submitted += 1;
+        let v = g.submitted;
+        g.values.push(v);
+        for &op in &ops {
+            lock(&self.op_value).insert(op, v);
+        }
+        g.in_flight.push_back((v, ops));
+        g.progress();
+        Ok(FlushInfo { value: v, barriers: 0, command_buffers: 1 })
+    }
+    type Waiter = SimWaiter;
+    fn waiter(&self) -> SimWaiter {
+        SimWaiter(self.gpu.clone())
+    }
+    fn completed(&mut self) -> Result<u64> {
+        let mut g = lock(&self.gpu);
+        g.call()?;
+        Ok(g.counter)
+    }
+    fn abandon(&mut self) {
+        self.pending.clear();
+        lock(&self.gpu).in_flight.clear();
+    }
+    fn shutdown(&mut self, _bound: Duration) {
+        self.pending.clear();
+        let mut g = lock(&self.gpu);
+        if !g.lost {
+            let s = g.submitted;
+            g.set_counter(s);
+        }
+        g.in_flight.clear();
+    }
+}
+
 /// The test's task context.
 #[derive(Clone)]
 struct SimCtx {
-    shared: Rc<Shared<SimBackend>>,
-    state: Rc<ContextState>,
+    core: Arc<QueueCore<SimBackend>>,
+    local: Rc<Local<SimBackend>>,
+    state: Arc<ContextState>,
     next_op: Rc<RefCell<u64>>,
 }
 
@@ -175,7 +180,7 @@ impl SimCtx {
             *n += 1;
             *n
         };
-        self.shared
+        self.core
             .record(&self.state, |b| {
                 b.pending.push(op);
                 Ok(())
@@ -184,10 +189,27 @@ impl SimCtx {
         op
     }
     fn synchronize(&self) -> SyncFuture<SimBackend> {
-        SyncFuture::new(self.shared.clone(), self.state.last.borrow().clone())
+        SyncFuture::new(self.core.clone(), lock(&self.state.last).clone())
     }
     fn fork(&self) -> SimCtx {
-        SimCtx { shared: self.shared.clone(), state: Rc::default(), next_op: self.next_op.clone() }
+        SimCtx {
+            core: self.core.clone(),
+            local: self.local.clone(),
+            state: Arc::default(),
+            next_op: self.next_op.clone(),
+        }
+    }
+    /// Whether the simulated GPU has nothing left to do.
+    fn gpu_idle(&self) -> bool {
+        let st = self.core.lock();
+        let g = lock(&st.backend.gpu);
+        g.counter == g.submitted
+    }
+    fn counter(&self) -> u64 {
+        lock(&self.core.lock().backend.gpu).counter
+    }
+    fn op_values(&self) -> Arc<Mutex<HashMap<u64, u64>>> {
+        self.core.lock().backend.op_value.clone()
     }
 }
 
@@ -247,20 +269,19 @@ fn run_task(
                 }
                 Step::Sync => {
                     let covered = mine.clone();
-                    let (idle, unsubmitted) = {
-                        let core = ctx.shared.core.borrow();
-                        let values = core.backend.op_value.borrow();
-                        let b = &core.backend;
-                        (b.counter == b.submitted, mine.iter().any(|op| !values.contains_key(op)))
+                    let idle = ctx.gpu_idle();
+                    let unsubmitted = {
+                        let values = ctx.op_values();
+                        let values = lock(&values);
+                        mine.iter().any(|op| !values.contains_key(op))
                     };
                     let mut wait = std::pin::pin!(ctx.synchronize());
                     let first = std::future::poll_fn(|cx| Poll::Ready(wait.as_mut().poll(cx))).await;
-                    if first.is_pending() && idle && unsubmitted && ctx.shared.options.flush == FlushPolicy::GroupCommit
-                    {
+                    if first.is_pending() && idle && unsubmitted && ctx.core.options.flush == FlushPolicy::GroupCommit {
                         // Group commit: the GPU had nothing to do, so the work this task waits
                         // for must have been submitted by the time its wait first returns.
-                        let values = ctx.shared.core.borrow().backend.op_value.clone();
-                        if let Some(op) = covered.iter().find(|op| !values.borrow().contains_key(op)) {
+                        let values = ctx.op_values();
+                        if let Some(op) = covered.iter().find(|op| !lock(&values).contains_key(op)) {
                             world
                                 .borrow_mut()
                                 .violations
@@ -273,10 +294,11 @@ fn run_task(
                         wait.await?;
                     }
                     // Every op recorded before the call has completed on the simulated GPU.
-                    let counter = *ctx.shared.core.borrow().backend.counter_view.borrow();
-                    let values = ctx.shared.core.borrow().backend.op_value.clone();
+                    let counter = ctx.counter();
+                    let values = ctx.op_values();
                     for op in covered {
-                        match values.borrow().get(&op) {
+                        let v = lock(&values).get(&op).copied();
+                        match v.as_ref() {
                             Some(&v) if v <= counter => {}
                             other => world
                                 .borrow_mut()
@@ -289,7 +311,7 @@ fn run_task(
                 Step::Spawn(child) => {
                     let c = ctx.fork();
                     let index = world.borrow().handles.len();
-                    let h = ctx.shared.spawn(run_task(c, child, world.clone(), index));
+                    let h = ctx.local.spawn(run_task(c, child, world.clone(), index));
                     world.borrow_mut().handles.push(Some(h));
                 }
                 Step::AwaitEarlier(k) => {
@@ -326,14 +348,10 @@ fn simulate(
     faults: Faults,
     max_pending: usize,
 ) -> std::result::Result<(), TestCaseError> {
-    let op_value = Rc::new(RefCell::new(HashMap::new()));
-    let backend = SimBackend {
-        pending: Vec::new(),
+    let gpu = Arc::new(Mutex::new(SimGpu {
         submitted: 0,
         counter: 0,
         in_flight: VecDeque::new(),
-        op_value: op_value.clone(),
-        counter_view: Rc::new(RefCell::new(0)),
         rng: seed | 1,
         fail_submit_per_mille: faults.fail_submit_per_mille,
         timeout_per_mille: faults.timeout_per_mille,
@@ -341,28 +359,29 @@ fn simulate(
         calls: 0,
         lost: false,
         values: Vec::new(),
-        waited: None,
-    };
+    }));
+    let backend = SimBackend { pending: Vec::new(), gpu: gpu.clone(), op_value: Arc::default() };
     let timeout = (faults.timeout_per_mille > 0).then(|| Duration::from_millis(1));
     let spin = if seed % 3 == 0 { Duration::from_micros(1) } else { Duration::ZERO };
     let flush = if (seed >> 8) % 2 == 0 { FlushPolicy::WhenIdle } else { FlushPolicy::GroupCommit };
     let adaptive = (seed >> 9) % 2 == 0;
-    let shared = Shared::new(backend, Options { policy, timeout, max_pending, spin, adaptive, flush });
+    let core = QueueCore::new(backend, Options { policy, timeout, max_pending, spin, adaptive, flush });
+    let local = Local::new(core.clone(), Drive::Inline(SimWaiter(gpu.clone())));
     let world = Rc::new(RefCell::new(World::default()));
     let next_op = Rc::new(RefCell::new(0));
     let no_faults = faults.fail_submit_per_mille == 0 && faults.timeout_per_mille == 0 && faults.lose_at_call.is_none();
     for p in programs {
-        let ctx = SimCtx { shared: shared.clone(), state: Rc::default(), next_op: next_op.clone() };
+        let ctx = SimCtx { core: core.clone(), local: local.clone(), state: Arc::default(), next_op: next_op.clone() };
         let index = world.borrow().handles.len();
-        let h = shared.spawn(run_task(ctx, p, world.clone(), index));
+        let h = local.spawn(run_task(ctx, p, world.clone(), index));
         world.borrow_mut().handles.push(Some(h));
     }
-    let s2 = shared.clone();
-    shared.run_until(move || s2.tasks_alive() == 0);
-    shared.flush_now();
+    let l2 = local.clone();
+    local.run_until(move || l2.tasks_alive() == 0);
+    core.flush_now();
 
     // Every task finished; with no faults, every one succeeded.
-    prop_assert_eq!(shared.tasks_alive(), 0);
+    prop_assert_eq!(local.tasks_alive(), 0);
     let handles: Vec<_> = world.borrow_mut().handles.drain(..).flatten().collect();
     for h in handles {
         prop_assert!(h.is_finished());
@@ -382,12 +401,11 @@ fn simulate(
     }
     let violations = std::mem::take(&mut world.borrow_mut().violations);
     prop_assert!(violations.is_empty() || !no_faults, "{:?}", violations);
-    let stats = shared.stats();
-    let core = shared.core.borrow();
+    let stats = core.stats();
     // No waiter slot (and so no waker) outlives its future.
-    prop_assert_eq!(core_waiters(&core), 0);
+    prop_assert_eq!(core.lock().waiter_count(), 0);
     // Values are handed out only by successful submits: 1, 2, 3, ... with no gaps.
-    let values = &core.backend.values;
+    let values = lock(&gpu).values.clone();
     prop_assert!(values.iter().enumerate().all(|(i, v)| *v == i as u64 + 1));
     prop_assert_eq!(stats.submits, values.len() as u64);
     prop_assert_eq!(stats.tasks_spawned, stats.tasks_completed);
@@ -397,10 +415,6 @@ fn simulate(
         prop_assert_eq!(stats.flushes, stats.submits);
     }
     Ok(())
-}
-
-fn core_waiters(core: &super::core::Core<SimBackend>) -> usize {
-    core.waiter_count()
 }
 
 fn programs() -> impl Strategy<Value = Vec<Vec<Step>>> {

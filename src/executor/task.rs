@@ -1,6 +1,7 @@
 //! Join handles and join errors.
 
-use super::core::Runner;
+use super::backend::VulkanBackend;
+use super::local::{Local, Runner};
 use futures::future::AbortHandle;
 use std::any::Any;
 use std::future::Future;
@@ -12,11 +13,17 @@ use std::task::{Context, Poll};
 enum Repr {
     Cancelled,
     Panic(String),
+    NotRunning,
 }
 
 /// Why a task did not produce its output.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}", match &self.repr { Repr::Cancelled => "task was cancelled".to_string(), Repr::Panic(m) => format!("task panicked: {m}") })]
+#[error("{}", match &self.repr {
+    Repr::Cancelled => "task was cancelled".to_string(),
+    Repr::Panic(m) => format!("task panicked: {m}"),
+    Repr::NotRunning => "the task's executor is not running, so the task cannot finish: \
+        await its JoinHandle inside a task of that executor, or call join()".to_string(),
+})]
 pub struct JoinError {
     repr: Repr,
 }
@@ -37,6 +44,13 @@ impl JoinError {
         JoinError { repr: Repr::Panic(msg) }
     }
 
+    /// A [`JoinHandle`] was awaited outside its executor while that executor was not running,
+    /// so the task could never have finished there (the task itself goes on; call
+    /// [`JoinHandle::join`] or await the handle inside a task of its executor).
+    pub fn is_not_running(&self) -> bool {
+        self.repr == Repr::NotRunning
+    }
+
     /// The task was aborted, or the executor was dropped before it finished.
     pub fn is_cancelled(&self) -> bool {
         self.repr == Repr::Cancelled
@@ -51,7 +65,7 @@ impl JoinError {
     pub fn panic_message(&self) -> Option<&str> {
         match &self.repr {
             Repr::Panic(m) => Some(m),
-            Repr::Cancelled => None,
+            Repr::Cancelled | Repr::NotRunning => None,
         }
     }
 }
@@ -110,8 +124,12 @@ impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let runner = self.runner.clone();
         let task = self.task.as_mut().expect("polled after completion");
         match Pin::new(task).poll(cx) {
+            // Awaited where its executor does not run (another runtime, `block_on`): it would
+            // never be woken. Say so instead of hanging.
+            Poll::Pending if !runner.is_running() => Poll::Ready(Err(JoinError { repr: Repr::NotRunning })),
             Poll::Pending => Poll::Pending,
             Poll::Ready(out) => Poll::Ready(out.unwrap_or_else(|| Err(JoinError::cancelled()))),
         }
@@ -123,5 +141,33 @@ impl<T> Drop for JoinHandle<T> {
         if let Some(t) = self.task.take() {
             t.detach();
         }
+    }
+}
+
+/// Spawns tasks on an [`crate::Executor`] from inside its tasks (made by
+/// [`crate::Executor::spawner`]). Like the executor it is `!Send`.
+#[derive(Clone)]
+pub struct Spawner {
+    local: Rc<Local<VulkanBackend>>,
+}
+
+impl std::fmt::Debug for Spawner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spawner").finish_non_exhaustive()
+    }
+}
+
+impl Spawner {
+    pub(crate) fn new(local: Rc<Local<VulkanBackend>>) -> Self {
+        Spawner { local }
+    }
+
+    /// Spawns a task on the executor.
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        self.local.spawn(future)
     }
 }

@@ -1,0 +1,290 @@
+//! The native executor's task runner: local (`!Send`) tasks on one thread, a ready queue that
+//! wakers on any thread push to, and the loop that runs tasks, submits when no task can run
+//! (under [`FlushPolicy::WhenIdle`](super::FlushPolicy::WhenIdle)), and sleeps in
+//! `thread::park` while the queue's driver waits for the GPU.
+
+use super::backend::Backend;
+use super::core::{bump, lock, QueueCore};
+use super::task::{JoinError, JoinHandle};
+use async_task::Runnable;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+/// The ready queue. Wakers may fire on any thread, so it is a mutex; the executor's thread is
+/// unparked when a task becomes ready.
+pub(crate) struct ReadyQueue {
+    queue: Mutex<VecDeque<Runnable>>,
+    thread: std::thread::Thread,
+}
+
+impl ReadyQueue {
+    fn push(&self, r: Runnable) {
+        lock(&self.queue).push_back(r);
+        self.thread.unpark();
+    }
+
+    fn pop(&self) -> Option<Runnable> {
+        lock(&self.queue).pop_front()
+    }
+
+    fn is_empty(&self) -> bool {
+        lock(&self.queue).is_empty()
+    }
+}
+
+/// How the loop gets the GPU waited for.
+pub(crate) enum Drive<B: Backend> {
+    /// The queue's driver thread waits and wakes tasks; the loop parks meanwhile.
+    Thread,
+    /// The loop runs the driver's decisions itself when no task is ready (the model tests).
+    #[allow(dead_code)] // used by the model tests
+    Inline(B::Waiter),
+}
+
+/// The executor's local state.
+pub(crate) struct Local<B: Backend> {
+    pub ready: Arc<ReadyQueue>,
+    pub core: Arc<QueueCore<B>>,
+    drive: Drive<B>,
+    tasks_alive: Cell<usize>,
+    closed: Cell<bool>,
+    /// Abort handles of the unfinished tasks, so that shutdown can cancel every one of them
+    /// (a task whose only waker is stored inside itself would otherwise never be dropped).
+    live: RefCell<Vec<Option<futures::future::AbortHandle>>>,
+    /// Free slots of `live`.
+    free_slots: RefCell<Vec<usize>>,
+    /// How many `run_until` calls are on the stack (a `JoinHandle` polled with none would
+    /// never see its task run).
+    running: Cell<u32>,
+}
+
+impl<B: Backend> Local<B> {
+    pub fn new(core: Arc<QueueCore<B>>, drive: Drive<B>) -> Rc<Self> {
+        Rc::new(Local {
+            ready: Arc::new(ReadyQueue { queue: Mutex::new(VecDeque::new()), thread: std::thread::current() }),
+            core,
+            drive,
+            tasks_alive: Cell::new(0),
+            closed: Cell::new(false),
+            live: RefCell::default(),
+            free_slots: RefCell::default(),
+            running: Cell::new(0),
+        })
+    }
+
+    pub fn tasks_alive(&self) -> usize {
+        self.tasks_alive.get()
+    }
+
+    /// Spawns a task. It runs when the executor runs (`run`, `block_on`, `join`).
+    pub fn spawn<F>(self: &Rc<Self>, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        let (abortable, abort) = futures::future::abortable(future);
+        let id = {
+            let mut live = self.live.borrow_mut();
+            match self.free_slots.borrow_mut().pop() {
+                Some(i) => {
+                    live[i] = Some(abort.clone());
+                    i
+                }
+                None => {
+                    live.push(Some(abort.clone()));
+                    live.len() - 1
+                }
+            }
+        };
+        let guard = TaskGuard { local: Rc::downgrade(self), id };
+        let wrapped = async move {
+            let _guard = guard;
+            CatchTask::new(abortable).await
+        };
+        bump(&self.core.counters.tasks_spawned, 1);
+        self.tasks_alive.set(self.tasks_alive.get() + 1);
+        let ready = self.ready.clone();
+        let (runnable, task) = async_task::spawn_local(wrapped, move |r| ready.push(r));
+        if self.closed.get() {
+            // The executor is gone: the task is cancelled without running.
+            drop(runnable);
+        } else {
+            runnable.schedule();
+        }
+        JoinHandle::new(task.fallible(), abort, self.clone() as Rc<dyn Runner>)
+    }
+
+    /// Runs tasks until `done()` says so. See the protocol in the module docs.
+    pub fn run_until(&self, done: impl FnMut() -> bool) {
+        // Restored on every exit, unwinding included (a panic in `done` or in the backend).
+        struct Running<'a, B: Backend>(&'a Local<B>);
+        impl<B: Backend> Drop for Running<'_, B> {
+            fn drop(&mut self) {
+                self.0.running.set(self.0.running.get() - 1);
+                self.0.core.set_running(false);
+            }
+        }
+        self.running.set(self.running.get() + 1);
+        self.core.set_running(true);
+        let _running = Running(self);
+        self.run_loop(done);
+    }
+
+    fn run_loop(&self, mut done: impl FnMut() -> bool) {
+        loop {
+            while let Some(r) = self.ready.pop() {
+                r.run();
+            }
+            if done() || self.closed.get() {
+                return;
+            }
+            // No task can run: submit what they wait for (or what nobody waits for, when
+            // nothing else is in flight).
+            if self.core.executor_idle() {
+                continue;
+            }
+            if let Drive::Inline(waiter) = &self.drive {
+                if self.core.drive_inline(waiter, 64) {
+                    continue;
+                }
+            }
+            if self.ready.is_empty() {
+                // The driver waits for the GPU, or the tasks wait for something outside.
+                // Sleep until a waker fires (from any thread, the driver's included).
+                if self.tasks_alive.get() == 0 && done() {
+                    return;
+                }
+                if matches!(self.drive, Drive::Inline(_)) {
+                    // Nothing can wake a model run from outside: the tasks are stuck.
+                    return;
+                }
+                std::thread::park();
+            }
+        }
+    }
+
+    /// Stops the executor: cancels every task, then shuts the queue down (see
+    /// [`QueueCore::shutdown`]).
+    pub fn shutdown(&self) {
+        if self.closed.replace(true) {
+            return;
+        }
+        // Cancel every unfinished task: aborting schedules it, and dropping its runnable drops
+        // its future. Drop them outside any borrow: their destructors may touch the core.
+        let live: Vec<_> = self.live.borrow_mut().drain(..).flatten().collect();
+        for h in live {
+            h.abort();
+        }
+        loop {
+            let wakers = self.core.take_all_wakers();
+            let mut any = !wakers.is_empty();
+            drop(wakers);
+            while let Some(r) = self.ready.pop() {
+                any = true;
+                drop(r);
+            }
+            if !any {
+                break;
+            }
+        }
+        self.core.shutdown();
+    }
+}
+
+/// Runs an executor's loop without naming its backend (for [`JoinHandle`]).
+pub(crate) trait Runner {
+    fn run_until_dyn(&self, done: &mut dyn FnMut() -> bool);
+    /// Whether a loop of this executor is running (on this thread).
+    fn is_running(&self) -> bool;
+}
+
+impl<B: Backend> Runner for Local<B> {
+    fn run_until_dyn(&self, done: &mut dyn FnMut() -> bool) {
+        self.run_until(done)
+    }
+    fn is_running(&self) -> bool {
+        self.running.get() > 0
+    }
+}
+
+/// Counts a task as completed when its future finishes or is dropped.
+struct TaskGuard<B: Backend> {
+    local: std::rc::Weak<Local<B>>,
+    /// The task's slot in `Local::live`.
+    id: usize,
+}
+
+impl<B: Backend> Drop for TaskGuard<B> {
+    fn drop(&mut self) {
+        if let Some(s) = self.local.upgrade() {
+            bump(&s.core.counters.tasks_completed, 1);
+            s.tasks_alive.set(s.tasks_alive.get() - 1);
+            if let (Ok(mut live), Ok(mut free)) = (s.live.try_borrow_mut(), s.free_slots.try_borrow_mut()) {
+                if let Some(slot) = live.get_mut(self.id) {
+                    *slot = None;
+                    free.push(self.id);
+                }
+            }
+        }
+    }
+}
+
+/// Runs a task's (abortable) future and turns every panic it raises into a [`JoinError`]: a
+/// panic while it is polled, and a panic while it is dropped, which happens after it finished,
+/// after it was aborted, or when the executor shuts down. Nothing a task does can unwind into the
+/// executor's loop.
+struct CatchTask<F> {
+    /// Structurally pinned: never moved out, only dropped in place (by `Pin::set` or `Drop`).
+    inner: Option<F>,
+}
+
+impl<F> CatchTask<F> {
+    fn new(inner: F) -> Self {
+        CatchTask { inner: Some(inner) }
+    }
+}
+
+impl<F, T> Future for CatchTask<F>
+where
+    F: Future<Output = std::result::Result<T, futures::future::Aborted>>,
+{
+    type Output = std::result::Result<T, JoinError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: `inner` is structurally pinned: this type never moves it out of `self`; it is
+        // only dropped in place, through `Pin::set` below or by `Drop`.
+        let mut inner = unsafe { self.map_unchecked_mut(|s| &mut s.inner) };
+        let Some(fut) = inner.as_mut().as_pin_mut() else {
+            return Poll::Ready(Err(JoinError::cancelled()));
+        };
+        let polled = catch_unwind(AssertUnwindSafe(|| fut.poll(cx)));
+        let out = match polled {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(Ok(v))) => Ok(v),
+            Ok(Poll::Ready(Err(futures::future::Aborted))) => Err(JoinError::cancelled()),
+            Err(payload) => Err(JoinError::panicked(payload)),
+        };
+        // An aborted future still holds the task's locals: drop them here, where a panic in
+        // their destructors can still be caught and reported as the task's outcome.
+        match catch_unwind(AssertUnwindSafe(|| inner.set(None))) {
+            Ok(()) => Poll::Ready(out),
+            Err(payload) => Poll::Ready(Err(JoinError::panicked(payload))),
+        }
+    }
+}
+
+impl<F> Drop for CatchTask<F> {
+    fn drop(&mut self) {
+        // Dropped unfinished (the executor shut down): the task is cancelled either way, so a
+        // panic from its destructors is contained and logged.
+        if self.inner.is_some() && catch_unwind(AssertUnwindSafe(|| self.inner = None)).is_err() {
+            log::error!("vkasync: a cancelled task panicked while being dropped");
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! The thread-safe front: a [`Queue`] handle that any thread and any async runtime records
+//! into, over the same scheduling core as the native executor.
+
+use super::backend::VulkanBackend;
+use super::core::{spawn_driver, Options, QueueCore};
+use super::{Ctx, FlushPolicy, Stats, WaitPolicy};
+use crate::device::Device;
+use crate::error::Result;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A device queue that any thread can record into and await, under any async runtime.
+///
+/// `Queue` is `Send + Sync + Clone` (clones share the queue). Each job takes its own
+/// [`Ctx`] from [`Queue::context`]; recording methods never block, and waits
+/// ([`Ctx::synchronize`], [`Ctx::read`], the crypto functions) are `Send + 'static` futures
+/// that work under tokio (multi-thread or current-thread), smol,
+/// `futures::executor::block_on` or a plain thread.
+///
+/// One driver thread per queue waits for the GPU: it waits on one timeline value that covers
+/// every awaited submission and wakes every waiter whose value is reached. Work is submitted by
+/// group commit: a wait that finds the GPU idle submits what is recorded at once (from the
+/// awaiting thread); while a submission runs, work gathers, and the driver submits it in one
+/// `vkQueueSubmit` when the GPU is done. See the protocol in [`crate::executor`].
+///
+/// Dropping the last handle (and the last context) submits what is recorded; the driver then
+/// waits for everything in flight, releases it and ends. Nothing blocks in `Drop`.
+///
+/// ```
+/// use vkasync::{kernels, Buffer, Device, Kernel, MemoryKind, Queue};
+///
+/// let device = Device::new()?;
+/// let queue = Queue::new(&device)?;
+/// let mix = Kernel::new(&device, &kernels::MIX)?;
+/// let threads: Vec<_> = (0..4u32)
+///     .map(|t| {
+///         let (queue, mix, device) = (queue.clone(), mix.clone(), device.clone());
+///         std::thread::spawn(move || {
+///             futures::executor::block_on(async move {
+///                 let ctx = queue.context();
+///                 let buf = Buffer::<u32>::new(&device, 64, MemoryKind::Device)?;
+///                 ctx.upload(&buf, &[t; 64])?;
+///                 ctx.dispatch(&mix, [1, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[64u32, 1]))?;
+///                 ctx.read(&buf).await
+///             })
+///         })
+///     })
+///     .collect();
+/// for t in threads {
+///     assert_eq!(t.join().unwrap()?.len(), 64);
+/// }
+/// println!("{}", queue.stats());
+/// # Ok::<(), vkasync::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Queue {
+    inner: Arc<Inner>,
+}
+
+/// Closes the queue when the last handle or context goes.
+struct Inner {
+    core: Arc<QueueCore<VulkanBackend>>,
+    device: Device,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.core.close();
+    }
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue").field("stats", &self.stats()).finish_non_exhaustive()
+    }
+}
+
+impl Queue {
+    /// A queue with the default options.
+    pub fn new(device: &Device) -> Result<Self> {
+        Self::builder(device).build()
+    }
+
+    /// A builder for the options.
+    pub fn builder(device: &Device) -> QueueBuilder {
+        QueueBuilder {
+            device: device.clone(),
+            policy: WaitPolicy::All,
+            timeout: None,
+            max_pending: 4096,
+            spin: Duration::from_micros(50),
+            adaptive: true,
+        }
+    }
+
+    /// A new context for one job (each job should have its own; clones share its state).
+    pub fn context(&self) -> Ctx {
+        Ctx {
+            shared: self.inner.core.clone(),
+            state: Arc::default(),
+            device: self.inner.device.clone(),
+            keep: Some(self.inner.clone()),
+        }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Device {
+        &self.inner.device
+    }
+
+    /// The counters (`tasks_*` stay zero: a queue has no tasks of its own).
+    pub fn stats(&self) -> Stats {
+        self.inner.core.stats()
+    }
+
+    /// Submits everything recorded so far now, without waiting.
+    pub fn flush(&self) {
+        self.inner.core.flush_now();
+    }
+}
+
+/// Configures a [`Queue`].
+#[derive(Debug, Clone)]
+pub struct QueueBuilder {
+    device: Device,
+    policy: WaitPolicy,
+    timeout: Option<Duration>,
+    max_pending: usize,
+    spin: Duration,
+    adaptive: bool,
+}
+
+impl QueueBuilder {
+    /// The wait policy (default [`WaitPolicy::All`]).
+    pub fn wait_policy(mut self, policy: WaitPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// A bound on each GPU wait; waiters then get [`Error::Timeout`](crate::Error::Timeout).
+    /// Default: none.
+    pub fn wait_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Submit once this many commands are recorded but not submitted (default 4,096).
+    pub fn max_pending_ops(mut self, n: usize) -> Self {
+        self.max_pending = n.max(1);
+        self
+    }
+
+    /// The driver's spin before it blocks: adaptive up to `bound` (the default, with 50 µs;
+    /// see [`crate::ExecutorBuilder::adaptive_spin`]).
+    pub fn adaptive_spin(mut self, bound: Duration) -> Self {
+        self.spin = bound;
+        self.adaptive = true;
+        self
+    }
+
+    /// The driver's spin before it blocks: exactly `spin` (zero: block at once).
+    pub fn spin_before_wait(mut self, spin: Duration) -> Self {
+        self.spin = spin;
+        self.adaptive = false;
+        self
+    }
+
+    /// Creates the queue and starts its driver thread.
+    pub fn build(self) -> Result<Queue> {
+        let backend = VulkanBackend::new(&self.device)?;
+        let options = Options {
+            policy: self.policy,
+            timeout: self.timeout,
+            max_pending: self.max_pending,
+            spin: self.spin,
+            adaptive: self.adaptive,
+            flush: FlushPolicy::GroupCommit,
+        };
+        let core = QueueCore::new(backend, options);
+        spawn_driver(&core, "vkasync-queue")?;
+        Ok(Queue { inner: Arc::new(Inner { core, device: self.device }) })
+    }
+}
