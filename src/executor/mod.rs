@@ -1,20 +1,23 @@
-//! The executor: async tasks record GPU work; one submit per flush; one timeline-semaphore wait
-//! wakes every finished task.
+//! The runtime: async jobs record GPU work; one submit per flush; one timeline-semaphore wait
+//! wakes every finished job. Two fronts share one scheduling core:
+//! - [`Executor`]: a native, single-thread executor of local (`!Send`) tasks;
+//! - [`Queue`]: a `Send + Sync + Clone` handle that any thread and any async runtime (tokio,
+//!   smol, `futures::executor::block_on`, plain threads) records into and awaits.
+//!
+//! Both hand out [`Ctx`]s (`Send + Sync`; their waits are `Send + 'static` futures).
 //!
 //! # The protocol
 //!
-//! **Threads.** An [`Executor`] and its tasks live on one thread (the executor is `!Send`, and
-//! tasks need not be `Send`). Wakers are `Send` and may fire on any thread; they push the task
-//! onto a mutex-protected ready queue and unpark the executor's thread. The executor's thread
-//! never blocks inside Vulkan: a GPU wait is handed to the executor's *wait thread* (started at
-//! the first host wait), which blocks in `vkWaitSemaphores` and unparks the executor when the
-//! wait ends. The executor sleeps in `thread::park` meanwhile, so a waker fired on another
-//! thread during a long kernel runs its task at once (within microseconds, not when the kernel
-//! ends), and the wait goes on undisturbed: when the woken tasks are done, the executor sleeps
-//! again on the same wait. Only one wait is outstanding at a time, so the common case still
-//! costs one `vkWaitSemaphores` per flush. (A wait on a second, host-signalled semaphore with
-//! `VK_SEMAPHORE_WAIT_ANY_BIT` would also work, but Mesa's timeline emulation, lavapipe
-//! included, spins on such a wait.)
+//! **Threads.** Each queue (one per `Executor` or `Queue`) has one *driver thread*, which owns
+//! waiting: it blocks in `vkWaitSemaphores` on one timeline value that covers every awaited
+//! submission, then wakes every waiter whose value is reached. All scheduling state sits behind
+//! one mutex (`QueueCore::state`); contexts on any thread record and register waiters under it,
+//! and wakers are woken only after it is released. There is no lock-free structure (only
+//! statistics counters are atomics). An executor's tasks live on its thread: wakers, the
+//! driver's included, push them onto a mutex-protected ready queue and unpark that thread,
+//! which sleeps in `thread::park` whenever no task can run. It never blocks inside Vulkan, so a
+//! waker fired on another thread during a long kernel runs its task at once, and the wait goes
+//! on undisturbed.
 //!
 //! **Who owns the timeline counter.** The [`Device`] owns the queue's timeline semaphore and the
 //! counter of values handed out. A value is handed out only by a successful `vkQueueSubmit`
@@ -31,42 +34,53 @@
 //! **When a task is woken.** A `synchronize` future that must wait registers one slot in the
 //! waiter table (a generational slab), keyed either under the recording epoch or under the
 //! epoch's timeline value once submitted. The slot is freed only by its future (when it takes
-//! its outcome, or on drop), so no waker outlives its future. The executor fires slots by
-//! setting their outcome and collecting their wakers; it wakes them only after releasing its
-//! borrow of the scheduling state.
+//! its outcome, or on drop), so no waker outlives its future. The driver (or a thread that
+//! finds the counter advanced) fires slots by setting their outcome and collecting their
+//! wakers; it wakes them only after releasing the lock.
 //!
-//! **The loop.** The executor runs ready tasks until none is ready. Then, in order:
-//! 1. If work was recorded and a task waits for it (or nothing else could be waited for), it
-//!    *flushes*: all recorded ops go into one command buffer and one `vkQueueSubmit` that
-//!    signals the next timeline value. Waiters on the epoch move to that value. Work that no
-//!    task waits for is not flushed ahead of a GPU wait that other tasks need; it goes with the
-//!    next flush.
-//! 2. Else, if a GPU wait is going on, it takes its outcome if it ended, or sleeps until it
-//!    ends or a waker fires.
-//! 3. Else, if tasks wait for submitted values, it begins a wait (`vkWaitSemaphores` on the wait
-//!    thread) for one value: the highest awaited one ([`WaitPolicy::All`], the default: one
-//!    wait covers all pending submissions) or the oldest awaited one ([`WaitPolicy::Oldest`]:
-//!    the host runs the woken tasks while the GPU keeps working on later submissions), and
-//!    sleeps. When the wait ends it reads the counter once and wakes every waiter whose value
-//!    is at or below it.
-//! 4. Else it sleeps until a waker fires.
+//! **When work is submitted** ([`FlushPolicy`]). A flush puts all recorded ops into one command
+//! buffer and one `vkQueueSubmit` that signals the next timeline value; waiters on the epoch
+//! move to that value.
+//! - *Group commit* ([`FlushPolicy::GroupCommit`], always for a [`Queue`]): when a job waits for
+//!   recorded work and the GPU has nothing left to do, that thread submits at once. While a
+//!   submission runs, work gathers; the driver waits for what is in flight and then submits
+//!   everything that gathered, in one submit. The delay is zero on an idle GPU, and the GPU
+//!   works while the host records.
+//! - *When idle* ([`FlushPolicy::WhenIdle`]): an executor submits only when no task can run:
+//!   the fewest submits (1,000 independent tasks: one). While no executor loop runs (a context
+//!   awaited elsewhere), the driver submits by group commit, so such a wait never hangs.
+//! - Always: when the recorded-but-unsubmitted ops pass the flush bound
+//!   ([`ExecutorBuilder::max_pending_ops`]), on [`Ctx::flush`], and, for an executor, when no task
+//!   can run and nothing else is in flight (recorded work is never left behind).
 //!
-//! It never blocks while a task is ready. Besides the idle flush, work is flushed when the
-//! recorded-but-unsubmitted ops pass [`ExecutorBuilder::max_pending_ops`] (so a long CPU phase
-//! does not starve the GPU), and on [`Ctx::flush`].
+//! **Waiting.** The driver waits for one value: the highest awaited one ([`WaitPolicy::All`],
+//! the default: one wait covers all pending submissions) or the oldest awaited one
+//! ([`WaitPolicy::Oldest`]: woken jobs run while the GPU works on later submissions). Before
+//! blocking it may spin on the counter (a fixed time, or adaptively: twice the moving average of
+//! recent waits, up to a bound, and not at all while waits are longer). When the wait ends it
+//! reads the counter once and wakes every waiter at or below it.
+//!
+//! **The executor's loop.** It runs ready tasks until none is ready; then (when idle) submits
+//! as above; then sleeps until a waker fires. It never blocks while a task is ready.
 //!
 //! **Resources.** Every op holds `Arc`s to its buffers and kernel. A flushed recording moves
 //! to the in-flight list (oldest first) with its value; the completed prefix is dropped each
 //! time the counter is read, which frees buffers whose `Buffer` handle was already dropped, and
 //! command buffers are reused once their value is reached. Nothing blocks in `Drop`.
 //!
-//! **Drop, abort, panic.** Dropping a [`JoinHandle`] detaches the task. [`JoinHandle::abort`]
+//! **Drop, abort, panic.** A task's panic, in its poll or in its drop, ends that task with a
+//! [`JoinError`] and never unwinds into the loop; the loop's state is restored by guards on
+//! every unwind path. A [`JoinHandle`] awaited where its executor does not run (another
+//! runtime) resolves to a [`JoinError`] with `is_not_running()` instead of hanging. Dropping a
+//! [`JoinHandle`] detaches the task. [`JoinHandle::abort`]
 //! cancels the task at its next await: its future is dropped (freeing its waiter slots), work
 //! it already recorded is still submitted and completes, and its resources are released after
 //! that. A panicking task ends with a [`JoinError`] whose `is_panic()` is true; other tasks go
 //! on. Dropping the executor cancels unfinished tasks, discards unsubmitted work, waits (up to
 //! 10 s) for submitted work and frees it; if the GPU does not finish in time, that memory is
-//! leaked rather than freed under the GPU.
+//! leaked rather than freed under the GPU. Dropping the last handle of a [`Queue`] (and its
+//! last context) submits what is recorded; the driver waits for everything in flight, frees it
+//! and ends, so nothing blocks in that `Drop`.
 //!
 //! **Device loss and timeouts.** `VK_ERROR_DEVICE_LOST` from a submit or a wait is fatal: every
 //! waiting task gets [`Error::DeviceLost`](crate::Error::DeviceLost), in-flight resources are released (the GPU no longer

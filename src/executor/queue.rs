@@ -113,6 +113,13 @@ impl Queue {
         self.inner.core.stats()
     }
 
+    /// Waiter slots held by `synchronize` futures that had to wait (for tests: cancelled
+    /// futures free theirs).
+    #[doc(hidden)]
+    pub fn live_waiters(&self) -> usize {
+        self.inner.core.lock().waiter_count()
+    }
+
     /// Submits everything recorded so far now, without waiting.
     pub fn flush(&self) {
         self.inner.core.flush_now();

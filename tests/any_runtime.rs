@@ -1,0 +1,204 @@
+//! A `Queue` awaited from other async runtimes and plain threads (tokio multi-thread and
+//! current-thread, smol, `futures::executor::block_on`), with cancellation and device loss.
+
+mod common;
+
+use common::*;
+use std::sync::Arc;
+use std::time::Duration;
+use vkasync::{kernels, Buffer, Ctx, Device, Error, Kernel, MemoryKind, Queue};
+
+fn setup() -> (Device, Kernel) {
+    let device = device();
+    let mix = Kernel::new(&device, &kernels::MIX).unwrap();
+    (device, mix)
+}
+
+/// A job of `rounds` awaits: each round dispatches `mix` once and awaits it; the last reads the
+/// buffer back. Returns the buffer, which must equal `expected(seed, rounds)`.
+async fn job(ctx: Ctx, mix: Kernel, seed: u32, rounds: u32) -> Result<Vec<u32>, Error> {
+    let n = 64usize;
+    let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
+    ctx.upload(&buf, &vec![seed; n])?;
+    for _ in 1..rounds {
+        ctx.dispatch(&mix, [1, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 1]))?;
+        ctx.synchronize().await?;
+    }
+    ctx.dispatch(&mix, [1, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 1]))?;
+    ctx.read(&buf).await
+}
+
+fn expected(seed: u32, rounds: u32) -> Vec<u32> {
+    vec![mix_cpu(seed, rounds); 64]
+}
+
+#[test]
+fn tokio_multi_thread_64_tasks_of_100_awaits_share_submits() {
+    let _w = Watchdog::new(Duration::from_secs(300));
+    let (device, mix) = setup();
+    let queue = Queue::new(&device).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).build().unwrap();
+    rt.block_on(async {
+        let handles: Vec<_> = (0..64u32)
+            .map(|t| {
+                let (ctx, mix) = (queue.context(), mix.clone());
+                tokio::spawn(job(ctx, mix, t, 100))
+            })
+            .collect();
+        for (t, h) in handles.into_iter().enumerate() {
+            assert_eq!(h.await.unwrap().unwrap(), expected(t as u32, 100), "task {t}");
+        }
+    });
+    let s = queue.stats();
+    println!("tokio, 64 x 100 awaits: {s}");
+    // 6,400 awaits (an await whose work the GPU already finished need not wait, so the count
+    // of awaits that waited may be a little lower), in far fewer submits.
+    assert!(s.await_points <= 6400 && s.await_points > 6000, "{s}");
+    assert!(s.submits * 4 <= 6400, "submits should be far below awaits: {s}");
+    assert!(s.host_waits <= s.submits, "{s}");
+    drop((queue, rt, mix));
+    finish(device);
+}
+
+#[test]
+fn tokio_current_thread_runs_jobs_through_a_queue() {
+    let _w = Watchdog::new(Duration::from_secs(120));
+    let (device, mix) = setup();
+    let queue = Queue::new(&device).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(async {
+        let handles: Vec<_> = (0..16u32).map(|t| tokio::spawn(job(queue.context(), mix.clone(), t, 5))).collect();
+        for (t, h) in handles.into_iter().enumerate() {
+            assert_eq!(h.await.unwrap().unwrap(), expected(t as u32, 5));
+        }
+    });
+    drop((queue, rt, mix));
+    finish(device);
+}
+
+#[test]
+fn block_on_from_8_plain_threads_at_once() {
+    let _w = Watchdog::new(Duration::from_secs(120));
+    let (device, mix) = setup();
+    let queue = Queue::new(&device).unwrap();
+    let barrier = Arc::new(std::sync::Barrier::new(8));
+    let threads: Vec<_> = (0..8u32)
+        .map(|t| {
+            let (ctx, mix, barrier) = (queue.context(), mix.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                futures::executor::block_on(job(ctx, mix, t, 10))
+            })
+        })
+        .collect();
+    for (t, th) in threads.into_iter().enumerate() {
+        assert_eq!(th.join().unwrap().unwrap(), expected(t as u32, 10));
+    }
+    drop((queue, mix));
+    finish(device);
+}
+
+#[test]
+fn smol_runs_jobs_through_a_queue() {
+    let _w = Watchdog::new(Duration::from_secs(120));
+    let (device, mix) = setup();
+    let queue = Queue::new(&device).unwrap();
+    smol::block_on(async {
+        let tasks: Vec<_> = (0..8u32).map(|t| smol::spawn(job(queue.context(), mix.clone(), t, 4))).collect();
+        for (t, task) in tasks.into_iter().enumerate() {
+            assert_eq!(task.await.unwrap(), expected(t as u32, 4));
+        }
+    });
+    drop((queue, mix));
+    finish(device);
+}
+
+#[test]
+fn cancelling_a_wait_from_tokio_frees_its_slot_and_the_gpu_work_still_completes() {
+    let _w = Watchdog::new(Duration::from_secs(120));
+    let (device, mix) = setup();
+    let queue = Queue::new(&device).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_time().build().unwrap();
+    let n = 1usize << 18;
+    rt.block_on(async {
+        // A long kernel on a buffer that the cancelled job owns (and drops when cancelled).
+        let (ctx, m) = (queue.context(), mix.clone());
+        let long = async move {
+            let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
+            ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 4000]))?;
+            ctx.synchronize().await
+        };
+        let r = tokio::time::timeout(Duration::from_millis(5), long).await;
+        assert!(r.is_err(), "the long kernel should outlast the timeout");
+        // select! cancels the other way round too.
+        let (ctx, m) = (queue.context(), mix.clone());
+        tokio::select! {
+            r = async move {
+                let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
+                ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 4000]))?;
+                ctx.synchronize().await
+            } => panic!("the long kernel finished first: {r:?}"),
+            _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+        }
+        // New buffers of the same size, written at once, must not be the cancelled jobs'
+        // memory (still used by the GPU): their contents survive the long kernels.
+        let ctx = queue.context();
+        let fresh = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device).unwrap();
+        ctx.upload(&fresh, &vec![42u32; n]).unwrap();
+        let out = ctx.read(&fresh).await.unwrap();
+        assert!(out.iter().all(|&x| x == 42), "a cancelled job's buffer was reused while the GPU used it");
+    });
+    // The cancelled waits left no slot behind, and once the GPU is done every buffer is freed.
+    assert_eq!(queue.live_waiters(), 0);
+    let ctx = queue.context();
+    futures::executor::block_on(async {
+        ctx.flush();
+        let b = Buffer::<u32>::new(ctx.device(), 1, MemoryKind::Device).unwrap();
+        ctx.upload(&b, &[1]).unwrap();
+        ctx.read(&b).await.unwrap();
+    });
+    drop((ctx, queue, rt, mix));
+    finish(device);
+}
+
+#[test]
+fn device_loss_reaches_every_tokio_waiter() {
+    let _w = Watchdog::new(Duration::from_secs(120));
+    let (device, mix) = setup();
+    let queue = Queue::new(&device).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
+    let n = 1usize << 16;
+    let errors = rt.block_on(async {
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let (ctx, m) = (queue.context(), mix.clone());
+                tokio::spawn(async move {
+                    let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
+                    for _ in 0..4 {
+                        ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 2000]))?;
+                    }
+                    ctx.flush();
+                    ctx.synchronize().await
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let _ = queue.device().debug_host_signal(0);
+        let mut errors = Vec::new();
+        for h in handles {
+            errors.push(h.await.unwrap());
+        }
+        errors
+    });
+    for e in errors {
+        assert_eq!(e, Err(Error::DeviceLost));
+    }
+    // Later awaits fail the same way at once.
+    let ctx = queue.context();
+    let b = Buffer::<u32>::new(&device, 1, MemoryKind::Device);
+    if let Ok(b) = b {
+        let r = ctx.upload(&b, &[1]).and_then(|_| futures::executor::block_on(ctx.read(&b)).map(|_| ()));
+        assert_eq!(r, Err(Error::DeviceLost));
+    }
+    assert_only_intended_validation_messages(&device);
+}
