@@ -20,7 +20,10 @@ use ash::vk;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
-use vkasync::{kernels, Buffer, CommandList, Ctx, Device, Error, Executor, Kernel, MemoryKind, Recorder, WaitPolicy};
+use vkasync::{
+    kernels, Buffer, CommandList, Ctx, Device, Error, Executor, FlushPolicy, Kernel, MemoryKind, Queue, Recorder,
+    WaitPolicy,
+};
 
 /// Counts live heap bytes and their peak, for the host memory per in-flight task.
 struct Counting;
@@ -45,11 +48,41 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-/// The four modes of the comparison, then two extras reported apart from the targets:
+/// The four modes of the comparison, then extras reported apart from the targets:
 /// `executor-eager`, the executor with a flush bound of 256 recorded commands, so the GPU starts
-/// while the host still records; `executor-spin`, the default executor reading the counter for
-/// up to 50 µs before it blocks.
-const MODES: [&str; 6] = ["sequential", "executor", "executor-oldest", "raw-batch", "executor-eager", "executor-spin"];
+/// while the host still records; `executor-spin`, the executor reading the counter for up to
+/// 50 µs before it blocks; `executor-group`, the executor with group commit
+/// (`FlushPolicy::GroupCommit`); `executor-group-spin`, that with an adaptive spin of at most
+/// 50 µs; `tokio`, T tasks `tokio::spawn`ed on a 16-worker runtime, each doing the same job
+/// through a `Queue`; `tokio-wN`, the same on N workers (only with `--modes`).
+const MODES: [&str; 13] = [
+    "sequential",
+    "executor",
+    "executor-oldest",
+    "raw-batch",
+    "executor-eager",
+    "executor-spin",
+    "executor-group",
+    "executor-group-spin",
+    "tokio",
+    "tokio-w1",
+    "tokio-w2",
+    "tokio-w4",
+    "tokio-w8",
+];
+
+/// Modes run when `--modes` is not given.
+const DEFAULT_MODES: [&str; 9] = [
+    "sequential",
+    "executor",
+    "executor-oldest",
+    "raw-batch",
+    "executor-eager",
+    "executor-spin",
+    "executor-group",
+    "executor-group-spin",
+    "tokio",
+];
 
 fn mix_cpu(mut x: u32, k: u32) -> u32 {
     for _ in 0..k {
@@ -161,6 +194,47 @@ fn run_executor(
     let t3 = Instant::now();
     let wait = (exec.stats().wait_ns - wait0) as f64 / 1e3 / tasks as f64;
     Ok(ExecBreakdown { spawn: per(t1 - t0), run: per(t2 - t1), wait, join: per(t3 - t2) })
+}
+
+async fn tokio_task(
+    ctx: Ctx,
+    mix: Kernel,
+    t: usize,
+    n: usize,
+    k: u32,
+    want: std::sync::Arc<Vec<Vec<u32>>>,
+) -> Result<(), Error> {
+    let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
+    ctx.upload(&buf, &input(t, n))?;
+    ctx.dispatch(&mix, groups(n), &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
+    let got = ctx.read(&buf).await?;
+    verify(t, &got, &want[t]);
+    Ok(())
+}
+
+/// T tasks spawned on a tokio runtime, each doing the job through the queue; awaits them all.
+fn run_tokio(
+    rt: &tokio::runtime::Runtime,
+    queue: &Queue,
+    mix: &Kernel,
+    tasks: usize,
+    n: usize,
+    k: u32,
+    want: &std::sync::Arc<Vec<Vec<u32>>>,
+) -> Result<ExecBreakdown, Error> {
+    let wait0 = queue.stats().wait_ns;
+    let t0 = Instant::now();
+    rt.block_on(async {
+        let handles: Vec<_> =
+            (0..tasks).map(|t| tokio::spawn(tokio_task(queue.context(), mix.clone(), t, n, k, want.clone()))).collect();
+        for h in handles {
+            h.await.expect("task panicked")?;
+        }
+        Ok::<(), Error>(())
+    })?;
+    let run = t0.elapsed().as_secs_f64() * 1e6 / tasks as f64;
+    let wait = (queue.stats().wait_ns - wait0) as f64 / 1e3 / tasks as f64;
+    Ok(ExecBreakdown { spawn: 0.0, run, wait, join: 0.0 })
 }
 
 /// The hand-written batch: one command pool and command buffer reused across runs.
@@ -332,8 +406,10 @@ fn main() -> Result<(), Error> {
     let device = Device::builder().always_stage(args.iter().any(|a| a == "--always-stage")).build()?;
     let name = device.info().name.clone();
     let mix = Kernel::new(&device, &kernels::MIX)?;
-    let modes: Vec<String> = arg(&args, "--modes")
-        .map_or_else(|| MODES.iter().map(|m| m.to_string()).collect(), |m| m.split(',').map(str::to_string).collect());
+    let modes: Vec<String> = arg(&args, "--modes").map_or_else(
+        || DEFAULT_MODES.iter().map(|m| m.to_string()).collect(),
+        |m| m.split(',').map(str::to_string).collect(),
+    );
     let mut configs: Vec<(usize, usize, u32)> = Vec::new();
     let ts: &[usize] = if sweep == "small" { &[1, 10, 100, 1000] } else { &[1, 10, 100, 1000, 10000] };
     for &k in &[1u32, 1000] {
@@ -355,6 +431,20 @@ fn main() -> Result<(), Error> {
     let eager_ops: usize = arg(&args, "--eager-ops").and_then(|s| s.parse().ok()).unwrap_or(256);
     let exec_eager = Executor::builder(&device).max_pending_ops(eager_ops).build()?;
     let exec_spin = Executor::builder(&device).spin_before_wait(std::time::Duration::from_micros(50)).build()?;
+    let exec_group = Executor::builder(&device).flush_policy(FlushPolicy::GroupCommit).build()?;
+    let exec_group_spin = Executor::builder(&device)
+        .flush_policy(FlushPolicy::GroupCommit)
+        .adaptive_spin(std::time::Duration::from_micros(200))
+        .build()?;
+    let queue = Queue::new(&device)?;
+    let runtimes: Vec<(&str, tokio::runtime::Runtime)> =
+        [("tokio", 16), ("tokio-w1", 1), ("tokio-w2", 2), ("tokio-w4", 4), ("tokio-w8", 8)]
+            .into_iter()
+            .filter(|(m, _)| modes.iter().any(|x| x == m))
+            .map(|(m, w)| {
+                (m, tokio::runtime::Builder::new_multi_thread().worker_threads(w).build().expect("tokio runtime"))
+            })
+            .collect();
     let raw = RawBatch::new(&device);
     // Warm-up: compile the pipeline on the driver.
     run_sequential(&device, &mix, 1, 64, 1, &expected(1, 64, 1))?;
@@ -363,6 +453,7 @@ fn main() -> Result<(), Error> {
     for &(tasks, n, k) in &configs {
         let reps = reps_arg.unwrap_or(if tasks >= 10_000 { 3 } else { 7 });
         let want = std::rc::Rc::new(expected(tasks, n, k));
+        let want_arc = std::sync::Arc::new((*want).clone());
         let mut times: Vec<Vec<f64>> = vec![Vec::new(); MODES.len()];
         let mut heap = vec![0f64; MODES.len()];
         let mut breakdown = vec![ExecBreakdown::default(); MODES.len()];
@@ -382,6 +473,12 @@ fn main() -> Result<(), Error> {
                     "executor-oldest" => Some(run_executor(&exec_oldest, &mix, tasks, n, k, &want)?),
                     "executor-eager" => Some(run_executor(&exec_eager, &mix, tasks, n, k, &want)?),
                     "executor-spin" => Some(run_executor(&exec_spin, &mix, tasks, n, k, &want)?),
+                    "executor-group" => Some(run_executor(&exec_group, &mix, tasks, n, k, &want)?),
+                    "executor-group-spin" => Some(run_executor(&exec_group_spin, &mix, tasks, n, k, &want)?),
+                    t if t.starts_with("tokio") => {
+                        let rt = &runtimes.iter().find(|(m, _)| *m == t).expect("runtime").1;
+                        Some(run_tokio(rt, &queue, &mix, tasks, n, k, &want_arc)?)
+                    }
                     _ => Some(raw.run(&mix, tasks, n, k, &want)?),
                 };
                 if let (Some(b), true) = (b, rep > 0) {
@@ -422,6 +519,13 @@ fn main() -> Result<(), Error> {
     eprintln!("executor-oldest {}", exec_oldest.stats());
     eprintln!("executor-eager {}", exec_eager.stats());
     eprintln!("executor-spin {}", exec_spin.stats());
+    eprintln!("executor-group {}", exec_group.stats());
+    eprintln!(
+        "executor-group-spin {} spin_ms={:.1}",
+        exec_group_spin.stats(),
+        exec_group_spin.stats().spin_ns as f64 / 1e6
+    );
+    eprintln!("queue (tokio modes) {} spin_ms={:.1}", queue.stats(), queue.stats().spin_ns as f64 / 1e6);
 
     std::fs::create_dir_all(&out_dir).ok();
     let mut csv = String::from("device,lp_num_threads,mode,T,n,K,reps,median_us_per_task,min_us_per_task,max_us_per_task,peak_heap_bytes_per_in_flight_task\n");
@@ -456,7 +560,21 @@ fn plot(rows: &[Row], device: &str, path: &std::path::Path) {
     let root = SVGBackend::new(path, (1100, 480)).into_drawing_area();
     root.fill(&WHITE).unwrap();
     let panels = root.split_evenly((1, 2));
-    let colors = [RED, BLUE, GREEN, BLACK, MAGENTA, CYAN];
+    let colors = [
+        RED,
+        BLUE,
+        GREEN,
+        BLACK,
+        MAGENTA,
+        CYAN,
+        RGBColor(255, 140, 0),
+        RGBColor(128, 0, 128),
+        RGBColor(0, 128, 128),
+        RGBColor(128, 128, 0),
+        RGBColor(100, 100, 100),
+        RGBColor(0, 0, 128),
+        RGBColor(128, 0, 0),
+    ];
     for (panel, k) in panels.iter().zip([1u32, 1000]) {
         let pts = |mode: &str| -> Vec<(f64, f64)> {
             rows.iter()

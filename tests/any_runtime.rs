@@ -175,7 +175,12 @@ fn device_loss_reaches_every_tokio_waiter() {
                 tokio::spawn(async move {
                     let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
                     for _ in 0..4 {
-                        ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 2000]))?;
+                        ctx.dispatch(
+                            &m,
+                            [m.groups_for(n as u64), 1, 1],
+                            &[(&buf).into()],
+                            bytemuck::bytes_of(&[n as u32, 2000]),
+                        )?;
                     }
                     ctx.flush();
                     ctx.synchronize().await

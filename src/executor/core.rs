@@ -83,6 +83,9 @@ pub(crate) struct State<B> {
     stopped: bool,
     /// The queue's last handle is gone: the driver finishes what is in flight, then stops.
     closing: bool,
+    /// The executor's thread is spinning on the counter: the driver leaves the wait to it and
+    /// is notified if the spin ends without seeing the value.
+    executor_spinning: bool,
 }
 
 impl<B> State<B> {
@@ -194,6 +197,7 @@ impl<B: Backend> QueueCore<B> {
                 estimate: SpinEstimate { ns: options.spin.as_nanos().min(u64::MAX as u128) as u64 / 2 },
                 stopped: false,
                 closing: false,
+                executor_spinning: false,
             }),
             driver_cv: Condvar::new(),
             counters: Counters::default(),
@@ -317,7 +321,11 @@ impl<B: Backend> QueueCore<B> {
                 batch.set(BatchStatus::Submitted(info.value));
                 if !keys.is_empty() {
                     st.by_value.entry(info.value).or_default().extend(keys);
-                    self.notify_driver();
+                    // A running executor spins on the counter first, and notifies the driver
+                    // if its spin does not see the value (see `executor_spin`).
+                    if !self.executor_running() {
+                        self.notify_driver();
+                    }
                 }
             }
             Err(e) => {
@@ -373,6 +381,9 @@ impl<B: Backend> QueueCore<B> {
         if st.stopped {
             return Action::Stop;
         }
+        if st.executor_spinning {
+            return Action::Sleep;
+        }
         let group = self.options.flush == FlushPolicy::GroupCommit || !self.executor_running();
         if group && st.backend.has_pending() && !st.pending_waiters.is_empty() && st.fatal.is_none() {
             // Work that tasks wait for: submit it once the GPU has nothing else to do; until
@@ -420,6 +431,49 @@ impl<B: Backend> QueueCore<B> {
             WaitPolicy::All => st.by_value.keys().next_back().copied(),
             WaitPolicy::Oldest => st.by_value.keys().next().copied(),
         }
+    }
+
+    /// An executor with nothing to run spins on the counter (for the spin budget, while
+    /// `stop()` is false) before it parks, and fires the waiters it sees done: a round trip
+    /// that ends within the spin skips the driver's wake-up and the executor's. Returns whether
+    /// it fired anything.
+    pub fn executor_spin(&self, waiter: &B::Waiter, stop: impl Fn() -> bool) -> bool {
+        let (target, budget) = {
+            let mut st = self.lock();
+            let Some(t) = self.wait_target(&st) else { return false };
+            let budget = self.spin_budget(&st);
+            if budget.is_zero() {
+                self.notify_driver();
+                return false;
+            }
+            st.executor_spinning = true;
+            (t, budget)
+        };
+        let started = Instant::now();
+        let reached = loop {
+            match waiter.completed() {
+                Ok(c) if c >= target => break Some(c),
+                Ok(_) if started.elapsed() < budget && !stop() => std::hint::spin_loop(),
+                _ => break None,
+            }
+        };
+        let took = started.elapsed();
+        bump(&self.counters.spin_ns, took.as_nanos() as u64);
+        let mut wakers = Vec::new();
+        {
+            let mut st = self.lock();
+            st.executor_spinning = false;
+            let Some(c) = reached else {
+                // Not done within the spin: the driver blocks for it.
+                self.notify_driver();
+                return false;
+            };
+            st.estimate.record(took);
+            self.complete_upto(&mut st, c, &mut wakers);
+        }
+        let fired = !wakers.is_empty();
+        wake_all(wakers);
+        fired
     }
 
     /// How long the driver may spin on the counter before blocking for a wait.
@@ -483,7 +537,9 @@ impl<B: Backend> QueueCore<B> {
                 }
                 Action::Wait(target) => {
                     st.waiting = Some(target);
-                    let budget = self.spin_budget(&st);
+                    // A running executor spins itself (see `executor_spin`); the driver then
+                    // blocks at once rather than burn a second core.
+                    let budget = if self.executor_running() { Duration::ZERO } else { self.spin_budget(&st) };
                     drop(st);
                     wake_all(wakers);
                     let started = Instant::now();

@@ -40,8 +40,9 @@ impl ReadyQueue {
 
 /// How the loop gets the GPU waited for.
 pub(crate) enum Drive<B: Backend> {
-    /// The queue's driver thread waits and wakes tasks; the loop parks meanwhile.
-    Thread,
+    /// The queue's driver thread waits and wakes tasks; the loop may spin on the counter
+    /// (with this waiter), then parks.
+    Thread(B::Waiter),
     /// The loop runs the driver's decisions itself when no task is ready (the model tests).
     #[allow(dead_code)] // used by the model tests
     Inline(B::Waiter),
@@ -160,9 +161,14 @@ impl<B: Backend> Local<B> {
                 if self.tasks_alive.get() == 0 && done() {
                     return;
                 }
-                if matches!(self.drive, Drive::Inline(_)) {
+                match &self.drive {
                     // Nothing can wake a model run from outside: the tasks are stuck.
-                    return;
+                    Drive::Inline(_) => return,
+                    Drive::Thread(waiter) => {
+                        if self.core.executor_spin(waiter, || !self.ready.is_empty()) {
+                            continue;
+                        }
+                    }
                 }
                 std::thread::park();
             }

@@ -276,7 +276,7 @@ impl ExecutorBuilder {
         };
         let core = QueueCore::new(backend, options);
         spawn_driver(&core, "vkasync-driver")?;
-        Ok(Executor { local: Local::new(core, Drive::Thread), device: self.device })
+        Ok(Executor { local: Local::new(core, Drive::Thread(self.device.clone())), device: self.device })
     }
 }
 

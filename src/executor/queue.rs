@@ -88,7 +88,7 @@ impl Queue {
             policy: WaitPolicy::All,
             timeout: None,
             max_pending: 4096,
-            spin: Duration::from_micros(50),
+            spin: Duration::from_micros(200),
             adaptive: true,
         }
     }
@@ -157,7 +157,7 @@ impl QueueBuilder {
         self
     }
 
-    /// The driver's spin before it blocks: adaptive up to `bound` (the default, with 50 µs;
+    /// The driver's spin before it blocks: adaptive up to `bound` (the default, with 200 µs;
     /// see [`crate::ExecutorBuilder::adaptive_spin`]).
     pub fn adaptive_spin(mut self, bound: Duration) -> Self {
         self.spin = bound;
