@@ -89,6 +89,12 @@ pub(crate) struct State<B> {
 }
 
 impl<B> State<B> {
+    /// Whether every submission is known complete (by the last counter read).
+    #[allow(dead_code)] // used by the model tests
+    pub fn known_idle(&self) -> bool {
+        self.submitted <= self.completed
+    }
+
     /// Live waiter slots (0 once every `synchronize` future has finished or been dropped).
     #[allow(dead_code)] // used by the model tests
     pub fn waiter_count(&self) -> usize {
@@ -723,9 +729,12 @@ impl<B: Backend> Future for SyncFuture<B> {
                 if group {
                     // Group commit: if the GPU has nothing left to do, submit what is recorded
                     // now, from this thread. Otherwise keep gathering: the driver submits it
-                    // when what is in flight completes.
+                    // when what is in flight completes. "Nothing left" is judged by the last
+                    // completion the driver saw, not by a fresh read of the counter: under
+                    // load from many threads a fresh read finds each tiny submission done at
+                    // once and turns every await into a submit.
                     let mut wakers = Vec::new();
-                    if core.gpu_idle(&mut st, &mut wakers) {
+                    if st.submitted <= st.completed {
                         core.flush_locked(&mut st, &mut wakers);
                     } else if st.waiting.is_none() {
                         core.notify_driver();
