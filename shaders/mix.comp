@@ -4,6 +4,9 @@
 //   push constants: n, K
 //   dispatch: ceil(n / 64) groups
 // Per element: x = data[i]; K times { x = x * 1664525u + 1013904223u; x ^= x >> 16u; }; data[i] = x.
+// K is at most 65,000 per dispatch (dispatch again for more): llvmpipe (lavapipe) ends an
+// invocation's loops after 65,535 iterations in total, and no split inside one invocation
+// avoids that (the count covers every loop of the invocation, nested ones included).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 

@@ -305,9 +305,14 @@ impl Crypto {
         digests: &Buffer<[u32; 8]>,
     ) -> Result<()> {
         let n = check_batch(messages, index, digests)?;
-        let mut push = [n, 0];
         let args = [Arg::storage(messages), Arg::storage(&index.buffer), Arg::storage(digests)];
-        self.dispatch_split(rec, &self.sha256, n, host::LOCAL_SIZE, &args, &mut push, 1)
+        // One pass per window of blocks (see `host::SHA256_WINDOW_BLOCKS`); the recording
+        // orders each pass after the previous one (it writes the digests the next reads).
+        for begin in host::block_windows(index.max_len) {
+            let mut push = [n, 0, begin, host::SHA256_WINDOW_BLOCKS];
+            self.dispatch_split(rec, &self.sha256, n, host::LOCAL_SIZE, &args, &mut push, 1)?;
+        }
+        Ok(())
     }
 
     /// Records HMAC-SHA256 under `key` of every message of `index`, exactly like
@@ -321,12 +326,17 @@ impl Crypto {
         digests: &Buffer<[u32; 8]>,
     ) -> Result<()> {
         let n = check_batch(messages, index, digests)?;
-        let mut push = [0u32; 18];
-        push[0] = n;
-        push[2..10].copy_from_slice(&key.inner);
-        push[10..18].copy_from_slice(&key.outer);
         let args = [Arg::storage(messages), Arg::storage(&index.buffer), Arg::storage(digests)];
-        self.dispatch_split(rec, &self.hmac, n, host::LOCAL_SIZE, &args, &mut push, 1)
+        for begin in host::block_windows(index.max_len) {
+            let mut push = [0u32; 20];
+            push[0] = n;
+            push[2] = begin;
+            push[3] = host::SHA256_WINDOW_BLOCKS;
+            push[4..12].copy_from_slice(&key.inner);
+            push[12..20].copy_from_slice(&key.outer);
+            self.dispatch_split(rec, &self.hmac, n, host::LOCAL_SIZE, &args, &mut push, 1)?;
+        }
+        Ok(())
     }
 
     // ------------------------------------------------------------------ prepare / finish
@@ -728,6 +738,8 @@ pub struct MessageIndex {
     buffer: Buffer<[u32; 2]>,
     len: usize,
     words_needed: usize,
+    /// The longest message, in bytes (how many block windows a hash needs).
+    max_len: usize,
 }
 
 impl MessageIndex {
@@ -740,6 +752,7 @@ impl MessageIndex {
         }
         let mut entries = Vec::with_capacity(ranges.len());
         let mut max_end = 0;
+        let mut max_len = 0;
         for (i, r) in ranges.iter().enumerate() {
             if r.start > r.end {
                 return Err(Error::InvalidArgument(format!("message {i} has the reversed byte range {r:?}")));
@@ -748,11 +761,12 @@ impl MessageIndex {
                 return Err(too_large("message byte range", r.end as u64));
             }
             max_end = max_end.max(r.end);
+            max_len = max_len.max(r.end - r.start);
             entries.push([r.start as u32, (r.end - r.start) as u32]);
         }
         let buffer = Buffer::new(rec.device(), entries.len(), MemoryKind::Device)?;
         rec.upload(&buffer, &entries)?;
-        Ok(MessageIndex { buffer, len: ranges.len(), words_needed: max_end.div_ceil(4) })
+        Ok(MessageIndex { buffer, len: ranges.len(), words_needed: max_end.div_ceil(4), max_len })
     }
 
     /// The number of messages.

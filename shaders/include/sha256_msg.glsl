@@ -5,11 +5,21 @@
 //     uint bytes[];   // byte j = (bytes[j >> 2] >> (8 * (j & 3))) & 0xff
 // padded to a whole number of words (no word past the last message byte is read).
 //
-//   void sha256_absorb_final(inout uint h[8], uint off, uint len, uint prefix_len)
-//       Continues the hash in h (a state after prefix_len bytes, prefix_len a multiple of 64:
-//       0 for a plain hash, 64 after an HMAC ipad/opad block) over the len message bytes at
-//       byte offset off (any alignment), then applies the final padding for a total length
-//       of prefix_len + len bytes.  h is then the digest as 8 big-endian words.
+//   bool sha256_absorb_window(inout uint h[8], uint off, uint len, uint prefix_len,
+//                             uint blk_begin, uint blk_count)
+//       The message's blocks, padding included, are numbered 0 .. nblk-1.  Continues the hash
+//       in h over blocks blk_begin .. min(nblk, blk_begin + blk_count) - 1 of the len message
+//       bytes at byte offset off (any alignment), where h is the state before block
+//       blk_begin (for blk_begin = 0: after prefix_len bytes, prefix_len a multiple of 64: 0 for
+//       a plain hash, 64 after an HMAC ipad/opad block), with the final padding for a total
+//       length of prefix_len + len bytes.  Returns true when the window reached the last
+//       block: h is then the digest as 8 big-endian words; otherwise h is the state before
+//       block blk_begin + blk_count, to be continued by the next window.
+//
+//       Windows bound the loop: llvmpipe (lavapipe) ends a shader invocation's loops after
+//       65,535 iterations in total, counted over every loop of the invocation, so one
+//       invocation must never loop over a whole long message.  The host hashes long messages
+//       in several dispatches of at most SHA256_WINDOW_BLOCKS blocks each.
 #ifndef VKASYNC_SHA256_MSG_GLSL
 #define VKASYNC_SHA256_MSG_GLSL
 
@@ -54,7 +64,7 @@ uint sha256_tail_word(uint p, uint r, uint j) {
     return v;
 }
 
-void sha256_absorb_final(inout uint h[8], uint off, uint len, uint prefix_len) {
+bool sha256_absorb_window(inout uint h[8], uint off, uint len, uint prefix_len, uint blk_begin, uint blk_count) {
     // Total bit length (64-bit, big-endian words hi:lo) of prefix_len + len bytes.
     uint carry;
     uint total = uaddCarry(prefix_len, len, carry);
@@ -66,11 +76,12 @@ void sha256_absorb_final(inout uint h[8], uint off, uint len, uint prefix_len) {
     // Blocks to compress: the whole ones, then the tail + 0x80 (+ the length if r < 56),
     // then, if r >= 56, one more block of zeros + the length.
     uint nblk = nfull + ((r + 72u) >> 6);
+    uint blk_end = nblk - blk_begin <= blk_count ? nblk : blk_begin + blk_count;
 
     // One compression call site (the unrolled compression is large; keep one copy inlined).
     uint w[16];
-    uint p = off;
-    for (uint blk = 0u; blk < nblk; ++blk) {
+    uint p = off + (blk_begin << 6);
+    for (uint blk = blk_begin; blk < blk_end; ++blk) {
         // Written out so that w is only indexed with constants.
         if (blk < nfull) {
             w[0] = sha256_msg_be_word(p);         w[1] = sha256_msg_be_word(p + 4u);
@@ -102,6 +113,7 @@ void sha256_absorb_final(inout uint h[8], uint off, uint len, uint prefix_len) {
         sha256_compress(h, w);
         p += 64u;
     }
+    return blk_end == nblk;
 }
 
 #endif // VKASYNC_SHA256_MSG_GLSL

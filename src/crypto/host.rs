@@ -7,6 +7,25 @@
 //! - AES round keys, counter blocks, SHA-256 states and digests are big-endian words
 //!   (FIPS-197 / FIPS 180-4: `w = b0 << 24 | b1 << 16 | b2 << 8 | b3`).
 
+/// Blocks of one message that one SHA-256 dispatch compresses at most. llvmpipe (lavapipe)
+/// ends a shader invocation's loops after 65,535 iterations in total (its
+/// `LP_MAX_TGSI_LOOP_ITERATIONS`, counted over all loops of the invocation), so longer
+/// messages are hashed in several dispatches of one window each, the state carried in the
+/// digest buffer. 16,384 blocks (1 MiB) leaves room for the tail block's small loops.
+pub const SHA256_WINDOW_BLOCKS: u32 = 16_384;
+
+/// SHA-256 blocks of a `len`-byte message, padding included.
+pub fn sha256_blocks(len: usize) -> u64 {
+    (len as u64 >> 6) + (((len as u64 & 63) + 72) >> 6)
+}
+
+/// The first block of each window a batch whose longest message has `max_len` bytes needs
+/// (one window, starting at 0, for messages up to a little under 1 MiB).
+pub fn block_windows(max_len: usize) -> impl Iterator<Item = u32> {
+    let blocks = sha256_blocks(max_len);
+    (0..blocks.div_ceil(SHA256_WINDOW_BLOCKS as u64)).map(|w| (w * SHA256_WINDOW_BLOCKS as u64) as u32)
+}
+
 /// Work-group size of all three shaders (`local_size_x`).
 pub const LOCAL_SIZE: u32 = 256;
 /// Most work groups in one dispatch along x (the Vulkan minimum for maxComputeWorkGroupCount).
