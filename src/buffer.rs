@@ -56,6 +56,8 @@ pub(crate) struct RawBuffer {
     pub pending: AtomicUsize,
     /// The highest timeline value of a submission that used this buffer.
     pub last_use: AtomicU64,
+    /// Dropped right after the memory goes back to the pool (a queue's memory-bound lease).
+    pub attachment: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 // SAFETY: the mapped pointer refers to memory owned by this object's backing, which lives as
@@ -96,6 +98,7 @@ impl RawBuffer {
             id: device.next_id(),
             pending: AtomicUsize::new(0),
             last_use: AtomicU64::new(0),
+            attachment: std::sync::OnceLock::new(),
         }))
     }
 

@@ -10,12 +10,18 @@ use vkasync::{kernels, Buffer, Executor, Kernel, MemoryKind};
 #[test]
 fn a_task_woken_from_another_thread_runs_while_a_long_kernel_is_waited_for() {
     let _w = Watchdog::new(Duration::from_secs(300));
+    // lavapipe runs a kernel on as many threads as there are cores; with every core busy the
+    // woken thread would wait for the OS scheduler, not for vkasync. Leave one core free (this
+    // binary holds only this test, so the setting touches nothing else).
+    if std::env::var_os("LP_NUM_THREADS").is_none() {
+        std::env::set_var("LP_NUM_THREADS", "1");
+    }
     let device = device();
     let mix = Kernel::new(&device, &kernels::MIX).unwrap();
     let exec = Executor::new(&device).unwrap();
 
-    // Task A: a kernel that runs for seconds on lavapipe (n = 2^20, K = 4,000).
-    let (n, k) = (1usize << 20, 4000u32);
+    // Task A: a kernel that runs for a second or more on lavapipe (n = 2^19, K = 4,000).
+    let (n, k) = (1usize << 19, 4000u32);
     let (ctx, m, dev) = (exec.context(), mix.clone(), device.clone());
     let long = exec.spawn(async move {
         let data: Vec<u32> = (0..n as u32).collect();

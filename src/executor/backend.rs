@@ -55,6 +55,10 @@ pub(crate) trait Backend: Send + 'static {
     type Waiter: Waiter;
     /// Makes a [`Self::Waiter`].
     fn waiter(&self) -> Self::Waiter;
+    /// Work retired (completed) since the last call, to be dropped without the core's lock.
+    type Retired: Send + 'static;
+    /// Takes what [`Backend::completed`] and [`Backend::flush`] retired.
+    fn take_retired(&mut self) -> Self::Retired;
     /// Reads the counter once and releases what submissions at or below it held.
     fn completed(&mut self) -> Result<u64>;
     /// The device is lost: drop unsubmitted work, and give up on what is in flight. Drivers may
@@ -74,6 +78,8 @@ pub(crate) struct VulkanBackend {
     pub pending: Recording,
     /// Submitted recordings, oldest first, holding their buffers and kernels alive.
     in_flight: VecDeque<(u64, Recording)>,
+    /// Completed recordings not yet dropped: the core drops them after releasing its lock.
+    retired: Vec<Recording>,
 }
 
 impl VulkanBackend {
@@ -83,13 +89,16 @@ impl VulkanBackend {
             pool: Some(CommandPool::new(device)?),
             pending: Recording::new(device),
             in_flight: VecDeque::new(),
+            retired: Vec::new(),
         })
     }
 
     /// Drops the recordings whose value was reached, oldest first.
     fn retire(&mut self, completed: u64) {
         while self.in_flight.front().is_some_and(|(v, _)| *v <= completed) {
-            self.in_flight.pop_front();
+            if let Some((_, rec)) = self.in_flight.pop_front() {
+                self.retired.push(rec);
+            }
         }
     }
 }
@@ -137,6 +146,11 @@ impl Backend for VulkanBackend {
     type Waiter = Device;
     fn waiter(&self) -> Device {
         self.device.clone()
+    }
+
+    type Retired = Vec<Recording>;
+    fn take_retired(&mut self) -> Vec<Recording> {
+        std::mem::take(&mut self.retired)
     }
 
     fn completed(&mut self) -> Result<u64> {

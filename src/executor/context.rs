@@ -118,6 +118,43 @@ impl Ctx {
         Synchronize { inner: SyncFuture::new(self.shared.clone(), batch) }
     }
 
+    /// Allocates a buffer under the queue's memory bound
+    /// ([`crate::ExecutorBuilder::memory_bound`], [`crate::QueueBuilder::memory_bound`]): past
+    /// the bound it waits until enough memory is freed (buffers dropped whose GPU work has
+    /// completed; recorded work is submitted meanwhile), instead of failing or growing without
+    /// bound. Without a bound it is [`Buffer::new`]. A buffer larger than the bound is
+    /// [`Error::TooLarge`](crate::Error::TooLarge).
+    ///
+    /// A job that holds bounded buffers while it awaits more can deadlock with others doing
+    /// the same; allocate what a job needs at once, or drop before allocating again.
+    pub async fn buffer<T: Pod>(&self, len: usize, kind: crate::buffer::MemoryKind) -> Result<Buffer<T>> {
+        let Some(budget) = self.shared.budget.clone() else {
+            return Buffer::new(&self.device, len, kind);
+        };
+        let bytes = (len as u64).saturating_mul(std::mem::size_of::<T>() as u64);
+        if bytes > budget.limit {
+            return Err(crate::Error::TooLarge {
+                what: "buffer under the queue's memory bound",
+                requested: bytes,
+                limit: budget.limit,
+            });
+        }
+        let lease = std::future::poll_fn(|cx| match budget.try_lease(bytes, cx.waker()) {
+            Some(lease) => Poll::Ready(lease),
+            None => {
+                // Memory comes back when in-flight work completes: let the driver submit and
+                // wait for it.
+                self.shared.nudge_driver();
+                Poll::Pending
+            }
+        })
+        .await;
+        let buf = Buffer::new(&self.device, len, kind)?;
+        // Released after the memory returns to the pool.
+        let _ = buf.raw.attachment.set(Box::new(lease));
+        Ok(buf)
+    }
+
     /// Reads `src` back after the work recorded so far: read-back, synchronize, copy out.
     pub async fn read<T: Pod>(&self, src: &Buffer<T>) -> Result<Vec<T>> {
         let rb = self.read_back(src)?;

@@ -7,13 +7,14 @@
 //! released.
 
 use super::backend::{Backend, Waiter};
+use super::budget::MemoryBudget;
 use super::waiters::{Key, Waiters};
 use super::{FlushPolicy, Stats, WaitPolicy};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -83,9 +84,6 @@ pub(crate) struct State<B> {
     stopped: bool,
     /// The queue's last handle is gone: the driver finishes what is in flight, then stops.
     closing: bool,
-    /// The executor's thread is spinning on the counter: the driver leaves the wait to it and
-    /// is notified if the spin ends without seeing the value.
-    executor_spinning: bool,
 }
 
 impl<B> State<B> {
@@ -160,6 +158,49 @@ pub(crate) struct Options {
     pub adaptive: bool,
     /// When recorded work is submitted.
     pub flush: FlushPolicy,
+    /// The memory bound of [`crate::Ctx::buffer`], in bytes.
+    pub memory_bound: Option<u64>,
+}
+
+/// The lock on a queue's state; see [`QueueCore::lock`].
+pub(crate) struct StateGuard<'a, B: Backend> {
+    guard: Option<MutexGuard<'a, State<B>>>,
+}
+
+impl<'a, B: Backend> StateGuard<'a, B> {
+    /// Sleeps on `cv`, releasing the lock meanwhile (retired work is dropped first).
+    fn wait_on(mut self, cv: &Condvar) -> Self {
+        let mut g = self.guard.take().expect("held");
+        let retired = g.backend.take_retired();
+        let g = {
+            drop(retired);
+            cv.wait(g).unwrap_or_else(|p| p.into_inner())
+        };
+        StateGuard { guard: Some(g) }
+    }
+}
+
+impl<B: Backend> std::ops::Deref for StateGuard<'_, B> {
+    type Target = State<B>;
+    fn deref(&self) -> &State<B> {
+        self.guard.as_ref().expect("held")
+    }
+}
+
+impl<B: Backend> std::ops::DerefMut for StateGuard<'_, B> {
+    fn deref_mut(&mut self) -> &mut State<B> {
+        self.guard.as_mut().expect("held")
+    }
+}
+
+impl<B: Backend> Drop for StateGuard<'_, B> {
+    fn drop(&mut self) {
+        if let Some(mut g) = self.guard.take() {
+            let retired = g.backend.take_retired();
+            drop(g);
+            drop(retired);
+        }
+    }
 }
 
 /// What the driver does next.
@@ -182,9 +223,14 @@ pub(crate) struct QueueCore<B> {
     driver_cv: Condvar,
     pub counters: Counters,
     pub options: Options,
-    /// Native executors running their loop over this core. Under [`FlushPolicy::WhenIdle`]
-    /// they submit when idle; with none running, the driver submits what tasks wait for.
+    /// The memory bound, when set (see [`super::budget`]).
+    pub budget: Option<Arc<MemoryBudget>>,
+    /// Native executor loops on the stack over this core (`run_until` frames).
     running: AtomicU32,
+    /// The executor's thread sleeps in `park`. While an executor loop runs and is not parked,
+    /// flushing and the first wait (a spin) are its job and the driver stays out of the way;
+    /// when it parks or returns, the driver takes over (group commit, waits).
+    parked: AtomicBool,
 }
 
 impl<B: Backend> QueueCore<B> {
@@ -203,17 +249,21 @@ impl<B: Backend> QueueCore<B> {
                 estimate: SpinEstimate { ns: options.spin.as_nanos().min(u64::MAX as u128) as u64 / 2 },
                 stopped: false,
                 closing: false,
-                executor_spinning: false,
             }),
             driver_cv: Condvar::new(),
             counters: Counters::default(),
+            budget: options.memory_bound.map(MemoryBudget::new),
             options,
             running: AtomicU32::new(0),
+            parked: AtomicBool::new(false),
         })
     }
 
-    pub fn lock(&self) -> MutexGuard<'_, State<B>> {
-        lock(&self.state)
+    /// Locks the state. Work the backend retires under the lock (and the buffers it frees,
+    /// with their memory-bound leases, whose release wakes waiting allocations) is dropped
+    /// after the lock is released.
+    pub fn lock(&self) -> StateGuard<'_, B> {
+        StateGuard { guard: Some(lock(&self.state)) }
     }
 
     pub fn stats(&self) -> Stats {
@@ -230,6 +280,7 @@ impl<B: Backend> QueueCore<B> {
             timeline_value: g(&c.timeline),
             wait_ns: g(&c.wait_ns),
             spin_ns: g(&c.spin_ns),
+            memory_peak: self.budget.as_ref().map_or(0, |b| b.peak()),
         }
     }
 
@@ -245,12 +296,30 @@ impl<B: Backend> QueueCore<B> {
         }
     }
 
+    /// An executor's thread is running tasks (in its loop and not parked).
     fn executor_running(&self) -> bool {
-        self.running.load(Ordering::SeqCst) > 0
+        self.running.load(Ordering::SeqCst) > 0 && !self.parked.load(Ordering::SeqCst)
     }
 
-    /// Wakes the driver to decide again.
+    /// The executor's thread is about to park (`true`) or has woken (`false`). Parking hands
+    /// the driver what the executor would have done: submitting what tasks wait for, waiting.
+    pub fn set_parked(&self, parked: bool) {
+        let _st = self.lock();
+        self.parked.store(parked, Ordering::SeqCst);
+        if parked {
+            self.notify_driver();
+        }
+    }
+
+    /// Wakes the driver to decide again (call with the state locked, so that the driver,
+    /// which decides and sleeps under one hold of the lock, cannot miss it).
     pub fn notify_driver(&self) {
+        self.driver_cv.notify_one();
+    }
+
+    /// Wakes the driver from outside the lock (takes the lock for the notification).
+    pub fn nudge_driver(&self) {
+        let _st = self.lock();
         self.driver_cv.notify_one();
     }
 
@@ -387,7 +456,7 @@ impl<B: Backend> QueueCore<B> {
         if st.stopped {
             return Action::Stop;
         }
-        if st.executor_spinning {
+        if self.executor_running() {
             return Action::Sleep;
         }
         let group = self.options.flush == FlushPolicy::GroupCommit || !self.executor_running();
@@ -400,6 +469,17 @@ impl<B: Backend> QueueCore<B> {
             }
             let target = st.submitted;
             return Action::Wait(self.wait_target(st).map_or(target, |t| t.max(target)));
+        }
+        if self.budget.as_ref().is_some_and(|b| b.has_waiters()) && st.fatal.is_none() {
+            // Allocations wait for memory: submit what is recorded (its buffers are freed only
+            // after it runs) and wait for what is in flight.
+            if st.backend.has_pending() {
+                self.flush_locked(st, wakers);
+                return Action::Progress;
+            }
+            if !self.gpu_idle(st, wakers) {
+                return Action::Wait(self.wait_target(st).map_or(st.submitted, |t| t.max(st.submitted)));
+            }
         }
         match self.wait_target(st) {
             Some(t) => Action::Wait(t),
@@ -445,16 +525,13 @@ impl<B: Backend> QueueCore<B> {
     /// it fired anything.
     pub fn executor_spin(&self, waiter: &B::Waiter, stop: impl Fn() -> bool) -> bool {
         let (target, budget) = {
-            let mut st = self.lock();
+            let st = self.lock();
             let Some(t) = self.wait_target(&st) else { return false };
-            let budget = self.spin_budget(&st);
-            if budget.is_zero() {
-                self.notify_driver();
-                return false;
-            }
-            st.executor_spinning = true;
-            (t, budget)
+            (t, self.spin_budget(&st))
         };
+        if budget.is_zero() {
+            return false;
+        }
         let started = Instant::now();
         let reached = loop {
             match waiter.completed() {
@@ -466,14 +543,12 @@ impl<B: Backend> QueueCore<B> {
         let took = started.elapsed();
         bump(&self.counters.spin_ns, took.as_nanos() as u64);
         let mut wakers = Vec::new();
+        let Some(c) = reached else {
+            // Not done within the spin: the executor parks and the driver blocks for it.
+            return false;
+        };
         {
             let mut st = self.lock();
-            st.executor_spinning = false;
-            let Some(c) = reached else {
-                // Not done within the spin: the driver blocks for it.
-                self.notify_driver();
-                return false;
-            };
             st.estimate.record(took);
             self.complete_upto(&mut st, c, &mut wakers);
         }
@@ -534,7 +609,7 @@ impl<B: Backend> QueueCore<B> {
                 Action::Sleep if wakers.is_empty() => {
                     // The decision and the sleep happen under one hold of the lock, so a
                     // notification cannot fall between them.
-                    st = self.driver_cv.wait(st).unwrap_or_else(|p| p.into_inner());
+                    st = st.wait_on(&self.driver_cv);
                 }
                 Action::Sleep => {
                     drop(st);
@@ -543,9 +618,10 @@ impl<B: Backend> QueueCore<B> {
                 }
                 Action::Wait(target) => {
                     st.waiting = Some(target);
-                    // A running executor spins itself (see `executor_spin`); the driver then
-                    // blocks at once rather than burn a second core.
-                    let budget = if self.executor_running() { Duration::ZERO } else { self.spin_budget(&st) };
+                    // An executor spins itself before it parks (see `executor_spin`); the
+                    // driver then blocks at once rather than spin a second time.
+                    let budget =
+                        if self.running.load(Ordering::SeqCst) > 0 { Duration::ZERO } else { self.spin_budget(&st) };
                     drop(st);
                     wake_all(wakers);
                     let started = Instant::now();

@@ -151,7 +151,11 @@ impl<B: Backend> Local<B> {
                 continue;
             }
             if let Drive::Inline(waiter) = &self.drive {
-                if self.core.drive_inline(waiter, 64) {
+                // The model's stand-in for parking: the driver's decisions run here.
+                self.core.set_parked(true);
+                let progressed = self.core.drive_inline(waiter, 64);
+                self.core.set_parked(false);
+                if progressed {
                     continue;
                 }
             }
@@ -170,7 +174,10 @@ impl<B: Backend> Local<B> {
                         }
                     }
                 }
+                // While parked, the driver submits and waits for what tasks wait for.
+                self.core.set_parked(true);
                 std::thread::park();
+                self.core.set_parked(false);
             }
         }
     }

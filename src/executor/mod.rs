@@ -119,6 +119,7 @@
 //! ```
 
 mod backend;
+mod budget;
 mod context;
 pub(crate) mod core;
 mod local;
@@ -194,6 +195,9 @@ pub struct Stats {
     /// Of which spent spinning on the counter before blocking (CPU time of the executor's
     /// thread), in nanoseconds.
     pub spin_ns: u64,
+    /// The most bytes allocated at once through [`Ctx::buffer`] under the memory bound (0
+    /// without a bound).
+    pub memory_peak: u64,
 }
 
 impl std::fmt::Display for Stats {
@@ -216,9 +220,18 @@ pub struct ExecutorBuilder {
     spin: Duration,
     adaptive: bool,
     flush: FlushPolicy,
+    memory_bound: Option<u64>,
 }
 
 impl ExecutorBuilder {
+    /// Bounds the bytes of buffers that tasks allocate through [`Ctx::buffer`] and that are
+    /// not yet freed (freed means: dropped, and the GPU work using them completed). Past the
+    /// bound, `Ctx::buffer` awaits until enough is freed. Default: no bound.
+    pub fn memory_bound(mut self, bytes: u64) -> Self {
+        self.memory_bound = Some(bytes);
+        self
+    }
+
     /// When recorded work is submitted (default [`FlushPolicy::WhenIdle`]).
     pub fn flush_policy(mut self, flush: FlushPolicy) -> Self {
         self.flush = flush;
@@ -273,6 +286,7 @@ impl ExecutorBuilder {
             spin: self.spin,
             adaptive: self.adaptive,
             flush: self.flush,
+            memory_bound: self.memory_bound,
         };
         let core = QueueCore::new(backend, options);
         spawn_driver(&core, "vkasync-driver")?;
@@ -316,6 +330,7 @@ impl Executor {
             spin: Duration::ZERO,
             adaptive: false,
             flush: FlushPolicy::WhenIdle,
+            memory_bound: None,
         }
     }
 

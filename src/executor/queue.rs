@@ -90,6 +90,7 @@ impl Queue {
             max_pending: 4096,
             spin: Duration::from_micros(200),
             adaptive: true,
+            memory_bound: None,
         }
     }
 
@@ -135,9 +136,17 @@ pub struct QueueBuilder {
     max_pending: usize,
     spin: Duration,
     adaptive: bool,
+    memory_bound: Option<u64>,
 }
 
 impl QueueBuilder {
+    /// Bounds the bytes of buffers that jobs allocate through [`Ctx::buffer`] and that are not
+    /// yet freed; past it, `Ctx::buffer` awaits (see [`crate::ExecutorBuilder::memory_bound`]).
+    pub fn memory_bound(mut self, bytes: u64) -> Self {
+        self.memory_bound = Some(bytes);
+        self
+    }
+
     /// The wait policy (default [`WaitPolicy::All`]).
     pub fn wait_policy(mut self, policy: WaitPolicy) -> Self {
         self.policy = policy;
@@ -182,6 +191,7 @@ impl QueueBuilder {
             spin: self.spin,
             adaptive: self.adaptive,
             flush: FlushPolicy::GroupCommit,
+            memory_bound: self.memory_bound,
         };
         let core = QueueCore::new(backend, options);
         spawn_driver(&core, "vkasync-queue")?;

@@ -144,6 +144,8 @@ impl Backend for SimBackend {
     fn waiter(&self) -> SimWaiter {
         SimWaiter(self.gpu.clone())
     }
+    type Retired = ();
+    fn take_retired(&mut self) {}
     fn completed(&mut self) -> Result<u64> {
         let mut g = lock(&self.gpu);
         g.call()?;
@@ -364,7 +366,8 @@ fn simulate(
     let spin = if seed % 3 == 0 { Duration::from_micros(1) } else { Duration::ZERO };
     let flush = if (seed >> 8) % 2 == 0 { FlushPolicy::WhenIdle } else { FlushPolicy::GroupCommit };
     let adaptive = (seed >> 9) % 2 == 0;
-    let core = QueueCore::new(backend, Options { policy, timeout, max_pending, spin, adaptive, flush });
+    let core =
+        QueueCore::new(backend, Options { policy, timeout, max_pending, spin, adaptive, flush, memory_bound: None });
     let local = Local::new(core.clone(), Drive::Inline(SimWaiter(gpu.clone())));
     let world = Rc::new(RefCell::new(World::default()));
     let next_op = Rc::new(RefCell::new(0));
