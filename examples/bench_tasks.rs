@@ -13,7 +13,15 @@
 //! - `raw-batch`: written by hand with ash: all tasks' work in one command buffer, a barrier only
 //!   between phases, one submit, one wait.
 //!
-//! `cargo run --release --example bench_tasks -- [--sweep full|small] [--reps R] [--out DIR]`
+//! Costs of the safety guarantees, measured in the same run:
+//! - `--no-zero-init` makes every buffer with `Buffer::new_uninit` (no lazy clear);
+//!   `--no-robust` (or `VKASYNC_ROBUST=0`) opens the device without robust buffer access;
+//! - `--ab zero-init` runs every selected mode twice, interleaved: as is and with
+//!   `Buffer::new_uninit` (rows `MODE+uninit`); `--ab robust` does the same on a second device
+//!   opened without robust buffer access (rows `MODE+norobust`).
+//!
+//! `cargo run --release --example bench_tasks -- [--sweep full|small] [--reps R] [--modes M,..]
+//! [--tasks T,..] [--no-zero-init] [--no-robust] [--ab zero-init|robust] [--out DIR]`
 //! writes `DIR/bench_tasks.csv` and `DIR/bench_tasks.svg`.
 
 use ash::vk;
@@ -92,6 +100,15 @@ fn groups(n: usize) -> [u32; 3] {
     [n.div_ceil(64) as u32, 1, 1]
 }
 
+/// A buffer cleared lazily (`Buffer::new`) or not (`Buffer::new_uninit`).
+fn new_buffer(device: &Device, n: usize, kind: MemoryKind, zeroed: bool) -> Result<Buffer<u32>, Error> {
+    if zeroed {
+        Buffer::new(device, n, kind)
+    } else {
+        Buffer::new_uninit(device, n, kind)
+    }
+}
+
 async fn task(
     ctx: Ctx,
     mix: Kernel,
@@ -99,8 +116,9 @@ async fn task(
     n: usize,
     k: u32,
     want: std::rc::Rc<Vec<Vec<u32>>>,
+    zeroed: bool,
 ) -> Result<(), Error> {
-    let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
+    let buf = new_buffer(ctx.device(), n, MemoryKind::Device, zeroed)?;
     ctx.upload(&buf, &input(t, n))?;
     ctx.dispatch(&mix, groups(n), &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
     let got = ctx.read(&buf).await?;
@@ -115,9 +133,10 @@ fn run_sequential(
     n: usize,
     k: u32,
     want: &[Vec<u32>],
+    zeroed: bool,
 ) -> Result<(), Error> {
     for (t, want) in want.iter().enumerate().take(tasks) {
-        let buf = Buffer::<u32>::new(device, n, MemoryKind::Device)?;
+        let buf = new_buffer(device, n, MemoryKind::Device, zeroed)?;
         let mut cmds = CommandList::new(device);
         cmds.upload(&buf, &input(t, n))?;
         cmds.dispatch(mix, groups(n), &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
@@ -146,12 +165,13 @@ fn run_executor(
     n: usize,
     k: u32,
     want: &std::rc::Rc<Vec<Vec<u32>>>,
+    zeroed: bool,
 ) -> Result<ExecBreakdown, Error> {
     let per = |d: std::time::Duration| d.as_secs_f64() * 1e6 / tasks as f64;
     let wait0 = exec.stats().wait_ns;
     let t0 = Instant::now();
     let handles: Vec<_> =
-        (0..tasks).map(|t| exec.spawn(task(exec.context(), mix.clone(), t, n, k, want.clone()))).collect();
+        (0..tasks).map(|t| exec.spawn(task(exec.context(), mix.clone(), t, n, k, want.clone(), zeroed))).collect();
     let t1 = Instant::now();
     exec.run();
     let t2 = Instant::now();
@@ -186,7 +206,15 @@ impl RawBatch {
 
     /// Returns a breakdown in µs per task: buffers (create + fill), record, submit + wait,
     /// read back + verify (reported in the same four slots as the executor's).
-    fn run(&self, mix: &Kernel, tasks: usize, n: usize, k: u32, want: &[Vec<u32>]) -> Result<ExecBreakdown, Error> {
+    fn run(
+        &self,
+        mix: &Kernel,
+        tasks: usize,
+        n: usize,
+        k: u32,
+        want: &[Vec<u32>],
+        zeroed: bool,
+    ) -> Result<ExecBreakdown, Error> {
         let t0 = Instant::now();
         let device = &self.device;
         let d = device.ash_device();
@@ -198,15 +226,15 @@ impl RawBatch {
         for t in 0..tasks {
             let data = input(t, n);
             if unified {
-                let b = Buffer::<u32>::new(device, n, MemoryKind::Device)?;
+                let b = new_buffer(device, n, MemoryKind::Device, zeroed)?;
                 b.write(&data)?;
                 bufs.push(b);
             } else {
-                bufs.push(Buffer::<u32>::new(device, n, MemoryKind::Device)?);
-                let s = Buffer::<u32>::new(device, n, MemoryKind::Upload)?;
+                bufs.push(new_buffer(device, n, MemoryKind::Device, zeroed)?);
+                let s = new_buffer(device, n, MemoryKind::Upload, zeroed)?;
                 s.write(&data)?;
                 staging.push(s);
-                readback.push(Buffer::<u32>::new(device, n, MemoryKind::Readback)?);
+                readback.push(new_buffer(device, n, MemoryKind::Readback, zeroed)?);
             }
         }
         let t1 = Instant::now();
@@ -306,7 +334,7 @@ impl Drop for RawBatch {
 }
 
 struct Row {
-    mode: &'static str,
+    mode: String,
     tasks: usize,
     n: usize,
     k: u32,
@@ -324,14 +352,80 @@ fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
 }
 
+/// What the modes run on: a device with its kernel, executors and hand-written batch.
+struct Rig {
+    device: Device,
+    mix: Kernel,
+    exec_all: Executor,
+    exec_oldest: Executor,
+    exec_eager: Executor,
+    exec_spin: Executor,
+    raw: RawBatch,
+}
+
+impl Rig {
+    fn new(device: Device, eager_ops: usize) -> Result<Rig, Error> {
+        let mix = Kernel::new(&device, &kernels::MIX)?;
+        let rig = Rig {
+            exec_all: Executor::new(&device)?,
+            exec_oldest: Executor::builder(&device).wait_policy(WaitPolicy::Oldest).build()?,
+            exec_eager: Executor::builder(&device).max_pending_ops(eager_ops).build()?,
+            exec_spin: Executor::builder(&device).spin_before_wait(std::time::Duration::from_micros(50)).build()?,
+            raw: RawBatch::new(&device),
+            mix,
+            device,
+        };
+        // Warm-up: compile the pipeline on the driver.
+        run_sequential(&rig.device, &rig.mix, 1, 64, 1, &expected(1, 64, 1), true)?;
+        Ok(rig)
+    }
+
+    /// Runs one mode once; the breakdown for the executor and raw modes.
+    fn run(
+        &self,
+        mode: &str,
+        tasks: usize,
+        n: usize,
+        k: u32,
+        want: &std::rc::Rc<Vec<Vec<u32>>>,
+        zeroed: bool,
+    ) -> Result<Option<ExecBreakdown>, Error> {
+        let mix = &self.mix;
+        Ok(match mode {
+            "sequential" => run_sequential(&self.device, mix, tasks, n, k, want, zeroed).map(|_| None)?,
+            "executor" => Some(run_executor(&self.exec_all, mix, tasks, n, k, want, zeroed)?),
+            "executor-oldest" => Some(run_executor(&self.exec_oldest, mix, tasks, n, k, want, zeroed)?),
+            "executor-eager" => Some(run_executor(&self.exec_eager, mix, tasks, n, k, want, zeroed)?),
+            "executor-spin" => Some(run_executor(&self.exec_spin, mix, tasks, n, k, want, zeroed)?),
+            _ => Some(self.raw.run(mix, tasks, n, k, want, zeroed)?),
+        })
+    }
+}
+
+/// One of the setups measured side by side (`--ab`): a suffix for its rows, which rig, and
+/// whether buffers are cleared.
+struct Variant {
+    suffix: &'static str,
+    rig: usize,
+    zeroed: bool,
+}
+
 fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().collect();
+    let flag = |name: &str| args.iter().any(|a| a == name);
     let sweep = arg(&args, "--sweep").unwrap_or_else(|| "full".into());
     let out_dir = std::path::PathBuf::from(arg(&args, "--out").unwrap_or_else(|| ".".into()));
     let reps_arg: Option<usize> = arg(&args, "--reps").and_then(|s| s.parse().ok());
-    let device = Device::builder().always_stage(args.iter().any(|a| a == "--always-stage")).build()?;
+    let open = |robust: Option<bool>| {
+        let builder = Device::builder().always_stage(flag("--always-stage"));
+        match robust {
+            Some(on) => builder.robust_buffer_access(on),
+            None => builder,
+        }
+        .build()
+    };
+    let device = open(if flag("--no-robust") { Some(false) } else { None })?;
     let name = device.info().name.clone();
-    let mix = Kernel::new(&device, &kernels::MIX)?;
     let modes: Vec<String> = arg(&args, "--modes")
         .map_or_else(|| MODES.iter().map(|m| m.to_string()).collect(), |m| m.split(',').map(str::to_string).collect());
     let mut configs: Vec<(usize, usize, u32)> = Vec::new();
@@ -349,64 +443,73 @@ fn main() -> Result<(), Error> {
         configs = ts.split(',').filter_map(|t| t.parse().ok()).map(|t| (t, 1024, 1)).collect();
     }
     let lp = std::env::var("LP_NUM_THREADS").unwrap_or_default();
-    eprintln!("device: {name} (LP_NUM_THREADS={lp:?})");
-    let exec_all = Executor::new(&device)?;
-    let exec_oldest = Executor::builder(&device).wait_policy(WaitPolicy::Oldest).build()?;
     let eager_ops: usize = arg(&args, "--eager-ops").and_then(|s| s.parse().ok()).unwrap_or(256);
-    let exec_eager = Executor::builder(&device).max_pending_ops(eager_ops).build()?;
-    let exec_spin = Executor::builder(&device).spin_before_wait(std::time::Duration::from_micros(50)).build()?;
-    let raw = RawBatch::new(&device);
-    // Warm-up: compile the pipeline on the driver.
-    run_sequential(&device, &mix, 1, 64, 1, &expected(1, 64, 1))?;
+    let zeroed = !flag("--no-zero-init");
+    eprintln!(
+        "device: {name} (LP_NUM_THREADS={lp:?}, robust access: {:?}, zero-init: {zeroed})",
+        device.robust_access()
+    );
+    let mut rigs = vec![Rig::new(device, eager_ops)?];
+    let mut variants = vec![Variant { suffix: "", rig: 0, zeroed }];
+    match arg(&args, "--ab").as_deref() {
+        None => {}
+        Some("zero-init") => variants.push(Variant { suffix: "+uninit", rig: 0, zeroed: false }),
+        Some("robust") => {
+            let off = open(Some(false))?;
+            eprintln!("second device: robust access {:?}", off.robust_access());
+            rigs.push(Rig::new(off, eager_ops)?);
+            variants.push(Variant { suffix: "+norobust", rig: 1, zeroed });
+        }
+        Some(other) => {
+            eprintln!("--ab: expected zero-init or robust, got {other:?}");
+            std::process::exit(2);
+        }
+    }
+    // Every (mode, variant) pair measured, in the order they rotate through.
+    let cells: Vec<(usize, usize)> = (0..MODES.len())
+        .filter(|&m| modes.iter().any(|x| x == MODES[m]))
+        .flat_map(|m| (0..variants.len()).map(move |v| (m, v)))
+        .collect();
 
     let mut rows = Vec::new();
     for &(tasks, n, k) in &configs {
         let reps = reps_arg.unwrap_or(if tasks >= 10_000 { 3 } else { 7 });
         let want = std::rc::Rc::new(expected(tasks, n, k));
-        let mut times: Vec<Vec<f64>> = vec![Vec::new(); MODES.len()];
-        let mut heap = vec![0f64; MODES.len()];
-        let mut breakdown = vec![ExecBreakdown::default(); MODES.len()];
-        // One untimed round of every mode, then `reps` timed rounds with the order rotating.
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); cells.len()];
+        let mut heap = vec![0f64; cells.len()];
+        let mut breakdown = vec![ExecBreakdown::default(); cells.len()];
+        // One untimed round of every cell, then `reps` timed rounds with the order rotating.
         for rep in 0..=reps {
-            for j in 0..MODES.len() {
-                let m = (j + rep) % MODES.len();
-                if !modes.iter().any(|x| x == MODES[m]) {
-                    continue;
-                }
+            for j in 0..cells.len() {
+                let c = (j + rep) % cells.len();
+                let (m, v) = cells[c];
+                let variant = &variants[v];
                 let base = CURRENT.load(Ordering::Relaxed);
                 PEAK.store(base, Ordering::Relaxed);
                 let start = Instant::now();
-                let b = match MODES[m] {
-                    "sequential" => run_sequential(&device, &mix, tasks, n, k, &want).map(|_| None)?,
-                    "executor" => Some(run_executor(&exec_all, &mix, tasks, n, k, &want)?),
-                    "executor-oldest" => Some(run_executor(&exec_oldest, &mix, tasks, n, k, &want)?),
-                    "executor-eager" => Some(run_executor(&exec_eager, &mix, tasks, n, k, &want)?),
-                    "executor-spin" => Some(run_executor(&exec_spin, &mix, tasks, n, k, &want)?),
-                    _ => Some(raw.run(&mix, tasks, n, k, &want)?),
-                };
+                let b = rigs[variant.rig].run(MODES[m], tasks, n, k, &want, variant.zeroed)?;
                 if let (Some(b), true) = (b, rep > 0) {
-                    breakdown[m] = b;
+                    breakdown[c] = b;
                 }
                 let us = start.elapsed().as_secs_f64() * 1e6 / tasks as f64;
                 // Sequential has one task in flight at a time; the others have all T.
                 let in_flight = if MODES[m] == "sequential" { 1 } else { tasks };
                 let peak = (PEAK.load(Ordering::Relaxed) - base) as f64 / in_flight as f64;
                 if rep > 0 {
-                    times[m].push(us);
-                    heap[m] = heap[m].max(peak);
+                    times[c].push(us);
+                    heap[c] = heap[c].max(peak);
                 }
             }
         }
-        for (m, mode) in MODES.iter().enumerate() {
-            if times[m].is_empty() {
-                continue;
-            }
-            let row = Row { mode, tasks, n, k, reps, us: times[m].clone(), heap_per_task: heap[m] };
+        for (c, &(m, v)) in cells.iter().enumerate() {
+            let mode = format!("{}{}", MODES[m], variants[v].suffix);
+            let row = Row { mode, tasks, n, k, reps, us: times[c].clone(), heap_per_task: heap[c] };
             let mut v = row.us.clone();
             let med = median(&mut v);
-            let b = breakdown[m];
+            let b = breakdown[c];
             eprintln!(
-                "T={tasks:>6} n={n:>7} K={k:>4} {mode:<16} median {med:>9.2} us/task  min {:>9.2}  max {:>9.2}  heap/task {:>8.0} B  [last rep: {:.2}/{:.2} (wait {:.2})/{:.2}]",
+                "T={tasks:>6} n={n:>7} K={k:>4} {:<26} median {med:>9.2} us/task  min {:>9.2}  max {:>9.2}  heap/task {:>8.0} B  [last rep: {:.2}/{:.2} (wait {:.2})/{:.2}]",
+                row.mode,
                 v[0],
                 v[v.len() - 1],
                 row.heap_per_task,
@@ -418,10 +521,13 @@ fn main() -> Result<(), Error> {
             rows.push(row);
         }
     }
-    eprintln!("executor {}", exec_all.stats());
-    eprintln!("executor-oldest {}", exec_oldest.stats());
-    eprintln!("executor-eager {}", exec_eager.stats());
-    eprintln!("executor-spin {}", exec_spin.stats());
+    for (i, rig) in rigs.iter().enumerate() {
+        let tag = if i == 0 { "" } else { " (second device)" };
+        eprintln!("executor{tag} {}", rig.exec_all.stats());
+        eprintln!("executor-oldest{tag} {}", rig.exec_oldest.stats());
+        eprintln!("executor-eager{tag} {}", rig.exec_eager.stats());
+        eprintln!("executor-spin{tag} {}", rig.exec_spin.stats());
+    }
 
     std::fs::create_dir_all(&out_dir).ok();
     let mut csv = String::from("device,lp_num_threads,mode,T,n,K,reps,median_us_per_task,min_us_per_task,max_us_per_task,peak_heap_bytes_per_in_flight_task\n");
@@ -447,7 +553,7 @@ fn main() -> Result<(), Error> {
     std::fs::write(out_dir.join("bench_tasks.csv"), &csv).expect("write csv");
     plot(&rows, &name, &out_dir.join("bench_tasks.svg"));
     // The default executor's counters over the whole run, as the last line.
-    println!("{}", exec_all.stats());
+    println!("{}", rigs[0].exec_all.stats());
     Ok(())
 }
 

@@ -21,6 +21,10 @@
 //!   start of that submission, before its first phase (see [`crate::commands`]). The recording
 //!   that took the clear marks the buffer defined once it is submitted, and gives the clear back
 //!   if it is dropped unsubmitted.
+//! - Clears are decided in submission order (at encode time), so recordings submitted in any
+//!   order clear a buffer before whichever of them uses it first. If two threads encode work on
+//!   the same fresh buffer at once (a race on its contents anyway), both clear it rather than
+//!   risk one using it before the other's clear.
 //! - Buffers the library makes for itself and overwrites completely (the staging areas of
 //!   uploads and read-backs) skip all of this, and so does [`Buffer::new_uninit`].
 //!
@@ -73,6 +77,17 @@ pub(crate) enum Init {
     /// The contents are defined: cleared, written, or handed over as they are (`new_uninit`,
     /// `raw_handle`).
     Defined = 2,
+}
+
+/// The answer of [`RawBuffer::claim_clear`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// The contents are defined: nothing to do.
+    None,
+    /// The caller took the clear.
+    Took,
+    /// Another recording took it and is not submitted: clear as well, to be safe.
+    AlsoClear,
 }
 
 /// The untyped buffer shared by a [`Buffer`] and the commands that use it: a range of a
@@ -160,11 +175,24 @@ impl RawBuffer {
         self.init.load(Ordering::Acquire) == Init::Fresh as u8
     }
 
-    /// Takes the clear for a recording being encoded: `Fresh` -> `Clearing`. Returns whether
-    /// this caller took it (then it must call [`RawBuffer::clear_submitted`] or
-    /// [`RawBuffer::clear_abandoned`]).
-    pub(crate) fn take_clear(&self) -> bool {
-        self.init.compare_exchange(Init::Fresh as u8, Init::Clearing as u8, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    /// What a recording being encoded must do about the clear when it uses this buffer first.
+    /// `Fresh` becomes `Clearing` and the caller gets [`Claim::Took`] (it must then call
+    /// [`RawBuffer::clear_submitted`] or [`RawBuffer::clear_abandoned`]).
+    ///
+    /// `Clearing` means another thread's recording took the clear and is not submitted yet.
+    /// Using one buffer from two recordings that no order ties together is a race on its
+    /// contents anyway, but it must not show stale memory: that caller clears too
+    /// ([`Claim::AlsoClear`]), without owning the state.
+    #[inline]
+    pub(crate) fn claim_clear(&self) -> Claim {
+        if self.init.load(Ordering::Acquire) == Init::Defined as u8 {
+            return Claim::None;
+        }
+        match self.init.compare_exchange(Init::Fresh as u8, Init::Clearing as u8, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => Claim::Took,
+            Err(s) if s == Init::Clearing as u8 => Claim::AlsoClear,
+            Err(_) => Claim::None,
+        }
     }
 
     /// The recording that took the clear was submitted: the contents are defined from now on.

@@ -31,7 +31,7 @@
 //! cleared the same way. The buffer counts as cleared once the submission is made; a recording
 //! dropped unsubmitted gives its clears back.
 
-use crate::buffer::{Buffer, MemoryKind, RawBuffer};
+use crate::buffer::{Buffer, Claim, MemoryKind, RawBuffer};
 use crate::device::Device;
 use crate::error::{map_oom, Error, Result};
 use crate::hash::IdMap;
@@ -385,11 +385,14 @@ impl Recording {
             let mut phase = floor;
             op.for_each_buffer(|b, write| {
                 let Some(&(w, r)) = state.get(&b.id) else {
-                    // This submission's first use of `b`.
-                    if b.is_fresh() && b.take_clear() {
-                        if !overwrites_all(op, b) {
-                            fills.push(b.clone());
-                        }
+                    // This submission's first use of `b` (marked, so that a second binding of
+                    // `b` in the same op does not count as first again).
+                    state.insert(b.id, (None, None));
+                    let claim = b.claim_clear();
+                    if claim != Claim::None && !overwrites_all(op, b) {
+                        fills.push(b.clone());
+                    }
+                    if claim == Claim::Took {
                         cleared.push(b.clone());
                     }
                     return;
@@ -415,9 +418,17 @@ impl Recording {
             highest = Some(highest.map_or(phase, |h| h.max(phase)));
         }
         for b in &self.host_reads {
-            if !state.contains_key(&b.id) && b.is_fresh() && b.take_clear() {
-                fills.push(b.clone());
-                cleared.push(b.clone());
+            if state.contains_key(&b.id) {
+                continue; // an op, or an earlier host read, of this recording used it first
+            }
+            state.insert(b.id, (None, None));
+            match b.claim_clear() {
+                Claim::None => {}
+                Claim::Took => {
+                    fills.push(b.clone());
+                    cleared.push(b.clone());
+                }
+                Claim::AlsoClear => fills.push(b.clone()),
             }
         }
         let mut order: Vec<usize> = (0..self.ops.len()).collect();

@@ -281,3 +281,32 @@ fn a_buffer_made_with_new_uninit_is_not_cleared() {
     drop((raw, mix));
     finish(device);
 }
+
+#[test]
+fn the_clear_goes_with_whichever_submission_uses_a_new_buffer_first() {
+    let device = device();
+    let mix = Kernel::new(&device, &kernels::MIX).unwrap();
+    let n = 2000;
+    let old = Buffer::<u32>::new(&device, n, MemoryKind::Device).unwrap();
+    scribble(&device, &mix, &old);
+    drop(old);
+    let fresh = Buffer::<u32>::new(&device, n, MemoryKind::Device).unwrap();
+    // Recorded first, submitted second: a kernel that reads and writes the buffer.
+    let mut later = CommandList::new(&device);
+    later
+        .dispatch(&mix, [mix.groups_for(n as u64), 1, 1], &[(&fresh).into()], bytemuck::bytes_of(&[n as u32, 1]))
+        .unwrap();
+    // Recorded second, submitted first: a copy out of it, which must copy zeros. (A copy,
+    // because a read-back in place waits for every recording that uses the buffer.)
+    let copy = Buffer::<u32>::new(&device, n, MemoryKind::Device).unwrap();
+    let mut first = CommandList::new(&device);
+    first.copy(&fresh, &copy).unwrap();
+    first.submit_and_wait().unwrap();
+    assert_eq!(first_nonzero(&read_back(&device, &copy)), None);
+    later.submit_and_wait().unwrap();
+    // The kernel ran on zeros, and nothing cleared its result afterwards.
+    let want = mix_cpu(0, 1);
+    assert!(read_back(&device, &fresh).iter().all(|&x| x == want));
+    drop((fresh, copy, mix));
+    finish(device);
+}
