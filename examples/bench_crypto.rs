@@ -21,8 +21,12 @@
 //! rotating every round. The CSV (`device,what,mode,bytes,reps,median_gbps,min_gbps,max_gbps`) is
 //! printed and written to `DIR/bench_crypto.csv`.
 //!
+//! `--no-robust` (or `VKASYNC_ROBUST=0`) opens the device without robust buffer access, to
+//! measure what the bounds checks cost; the device column of the CSV then ends in
+//! `[robust=Off]`. Run the binary both ways, alternating, to compare.
+//!
 //! `cargo run --release --example bench_crypto -- [--scale F] [--reps R] [--e2e-reps R]
-//! [--cpu-reps R] [--warmup W] [--variants all|default] [--out DIR]`
+//! [--cpu-reps R] [--warmup W] [--variants all|default] [--no-robust] [--out DIR]`
 
 use aes::cipher::{KeyIvInit, StreamCipher};
 use sha2::Digest;
@@ -225,8 +229,16 @@ fn main() -> Result<(), Error> {
     let n_small = ((1_000_000.0 * scale) as usize).max(1);
     let n_big = ((10_000.0 * scale) as usize).max(1);
 
-    let device = Device::new()?;
-    let name = device.info().name.replace(',', ";");
+    let mut builder = Device::builder();
+    if args.iter().any(|a| a == "--no-robust") {
+        builder = builder.robust_buffer_access(false);
+    }
+    let device = builder.build()?;
+    let mut name = device.info().name.replace(',', ";");
+    if !device.robust_buffer_access() {
+        name += " [robust=Off]";
+    }
+    println!("robust buffer access: {:?}", device.robust_access());
     let limits = *device.limits();
     let crypto = Crypto::new(&device)?;
     let (aes_kernel, aes_p) = crypto.aes_kernel_choice(aes_bytes.min(limits.max_storage_buffer_range as usize));

@@ -13,7 +13,15 @@
 //! - `raw-batch`: written by hand with ash: all tasks' work in one command buffer, a barrier only
 //!   between phases, one submit, one wait.
 //!
-//! `cargo run --release --example bench_tasks -- [--sweep full|small] [--reps R] [--out DIR]`
+//! Costs of the safety guarantees, measured in the same run:
+//! - `--no-zero-init` makes every buffer with `Buffer::new_uninit` (no lazy clear);
+//!   `--no-robust` (or `VKASYNC_ROBUST=0`) opens the device without robust buffer access;
+//! - `--ab zero-init` runs every selected mode twice, interleaved: as is and with
+//!   `Buffer::new_uninit` (rows `MODE+uninit`); `--ab robust` does the same on a second device
+//!   opened without robust buffer access (rows `MODE+norobust`).
+//!
+//! `cargo run --release --example bench_tasks -- [--sweep full|small] [--reps R] [--modes M,..]
+//! [--tasks T,..] [--no-zero-init] [--no-robust] [--ab zero-init|robust] [--out DIR]`
 //! writes `DIR/bench_tasks.csv` and `DIR/bench_tasks.svg`.
 
 use ash::vk;
@@ -53,7 +61,7 @@ static ALLOC: Counting = Counting;
 /// while the host still records; `executor-spin`, the executor reading the counter for up to
 /// 50 µs before it blocks; `executor-group`, the executor with group commit
 /// (`FlushPolicy::GroupCommit`); `executor-group-spin`, that with an adaptive spin of at most
-/// 50 µs; `tokio`, T tasks `tokio::spawn`ed on a 16-worker runtime, each doing the same job
+/// 200 µs; `tokio`, T tasks `tokio::spawn`ed on a 16-worker runtime, each doing the same job
 /// through a `Queue`; `tokio-wN`, the same on N workers (only with `--modes`).
 const MODES: [&str; 13] = [
     "sequential",
@@ -125,6 +133,15 @@ fn groups(n: usize) -> [u32; 3] {
     [n.div_ceil(64) as u32, 1, 1]
 }
 
+/// A buffer cleared lazily (`Buffer::new`) or not (`Buffer::new_uninit`).
+fn new_buffer(device: &Device, n: usize, kind: MemoryKind, zeroed: bool) -> Result<Buffer<u32>, Error> {
+    if zeroed {
+        Buffer::new(device, n, kind)
+    } else {
+        Buffer::new_uninit(device, n, kind)
+    }
+}
+
 async fn task(
     ctx: Ctx,
     mix: Kernel,
@@ -132,8 +149,9 @@ async fn task(
     n: usize,
     k: u32,
     want: std::rc::Rc<Vec<Vec<u32>>>,
+    zeroed: bool,
 ) -> Result<(), Error> {
-    let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
+    let buf = new_buffer(ctx.device(), n, MemoryKind::Device, zeroed)?;
     ctx.upload(&buf, &input(t, n))?;
     ctx.dispatch(&mix, groups(n), &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
     let got = ctx.read(&buf).await?;
@@ -148,9 +166,10 @@ fn run_sequential(
     n: usize,
     k: u32,
     want: &[Vec<u32>],
+    zeroed: bool,
 ) -> Result<(), Error> {
     for (t, want) in want.iter().enumerate().take(tasks) {
-        let buf = Buffer::<u32>::new(device, n, MemoryKind::Device)?;
+        let buf = new_buffer(device, n, MemoryKind::Device, zeroed)?;
         let mut cmds = CommandList::new(device);
         cmds.upload(&buf, &input(t, n))?;
         cmds.dispatch(mix, groups(n), &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
@@ -179,12 +198,13 @@ fn run_executor(
     n: usize,
     k: u32,
     want: &std::rc::Rc<Vec<Vec<u32>>>,
+    zeroed: bool,
 ) -> Result<ExecBreakdown, Error> {
     let per = |d: std::time::Duration| d.as_secs_f64() * 1e6 / tasks as f64;
     let wait0 = exec.stats().wait_ns;
     let t0 = Instant::now();
     let handles: Vec<_> =
-        (0..tasks).map(|t| exec.spawn(task(exec.context(), mix.clone(), t, n, k, want.clone()))).collect();
+        (0..tasks).map(|t| exec.spawn(task(exec.context(), mix.clone(), t, n, k, want.clone(), zeroed))).collect();
     let t1 = Instant::now();
     exec.run();
     let t2 = Instant::now();
@@ -196,6 +216,7 @@ fn run_executor(
     Ok(ExecBreakdown { spawn: per(t1 - t0), run: per(t2 - t1), wait, join: per(t3 - t2) })
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn tokio_task(
     ctx: Ctx,
     mix: Kernel,
@@ -203,8 +224,9 @@ async fn tokio_task(
     n: usize,
     k: u32,
     want: std::sync::Arc<Vec<Vec<u32>>>,
+    zeroed: bool,
 ) -> Result<(), Error> {
-    let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
+    let buf = new_buffer(ctx.device(), n, MemoryKind::Device, zeroed)?;
     ctx.upload(&buf, &input(t, n))?;
     ctx.dispatch(&mix, groups(n), &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
     let got = ctx.read(&buf).await?;
@@ -213,6 +235,7 @@ async fn tokio_task(
 }
 
 /// T tasks spawned on a tokio runtime, each doing the job through the queue; awaits them all.
+#[allow(clippy::too_many_arguments)]
 fn run_tokio(
     rt: &tokio::runtime::Runtime,
     queue: &Queue,
@@ -221,12 +244,14 @@ fn run_tokio(
     n: usize,
     k: u32,
     want: &std::sync::Arc<Vec<Vec<u32>>>,
+    zeroed: bool,
 ) -> Result<ExecBreakdown, Error> {
     let wait0 = queue.stats().wait_ns;
     let t0 = Instant::now();
     rt.block_on(async {
-        let handles: Vec<_> =
-            (0..tasks).map(|t| tokio::spawn(tokio_task(queue.context(), mix.clone(), t, n, k, want.clone()))).collect();
+        let handles: Vec<_> = (0..tasks)
+            .map(|t| tokio::spawn(tokio_task(queue.context(), mix.clone(), t, n, k, want.clone(), zeroed)))
+            .collect();
         for h in handles {
             h.await.expect("task panicked")?;
         }
@@ -260,7 +285,15 @@ impl RawBatch {
 
     /// Returns a breakdown in µs per task: buffers (create + fill), record, submit + wait,
     /// read back + verify (reported in the same four slots as the executor's).
-    fn run(&self, mix: &Kernel, tasks: usize, n: usize, k: u32, want: &[Vec<u32>]) -> Result<ExecBreakdown, Error> {
+    fn run(
+        &self,
+        mix: &Kernel,
+        tasks: usize,
+        n: usize,
+        k: u32,
+        want: &[Vec<u32>],
+        zeroed: bool,
+    ) -> Result<ExecBreakdown, Error> {
         let t0 = Instant::now();
         let device = &self.device;
         let d = device.ash_device();
@@ -272,15 +305,15 @@ impl RawBatch {
         for t in 0..tasks {
             let data = input(t, n);
             if unified {
-                let b = Buffer::<u32>::new(device, n, MemoryKind::Device)?;
+                let b = new_buffer(device, n, MemoryKind::Device, zeroed)?;
                 b.write(&data)?;
                 bufs.push(b);
             } else {
-                bufs.push(Buffer::<u32>::new(device, n, MemoryKind::Device)?);
-                let s = Buffer::<u32>::new(device, n, MemoryKind::Upload)?;
+                bufs.push(new_buffer(device, n, MemoryKind::Device, zeroed)?);
+                let s = new_buffer(device, n, MemoryKind::Upload, zeroed)?;
                 s.write(&data)?;
                 staging.push(s);
-                readback.push(Buffer::<u32>::new(device, n, MemoryKind::Readback)?);
+                readback.push(new_buffer(device, n, MemoryKind::Readback, zeroed)?);
             }
         }
         let t1 = Instant::now();
@@ -380,7 +413,7 @@ impl Drop for RawBatch {
 }
 
 struct Row {
-    mode: &'static str,
+    mode: String,
     tasks: usize,
     n: usize,
     k: u32,
@@ -398,14 +431,104 @@ fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
 }
 
+/// What the modes run on: a device with its kernel, executors and hand-written batch.
+struct Rig {
+    device: Device,
+    mix: Kernel,
+    exec_all: Executor,
+    exec_oldest: Executor,
+    exec_eager: Executor,
+    exec_spin: Executor,
+    exec_group: Executor,
+    exec_group_spin: Executor,
+    queue: Queue,
+    /// Tokio runtimes by mode name (16 workers for `tokio`, N for `tokio-wN`).
+    runtimes: Vec<(&'static str, tokio::runtime::Runtime)>,
+    raw: RawBatch,
+}
+
+impl Rig {
+    fn new(device: Device, eager_ops: usize, modes: &[String]) -> Result<Rig, Error> {
+        let mix = Kernel::new(&device, &kernels::MIX)?;
+        let runtimes = [("tokio", 16), ("tokio-w1", 1), ("tokio-w2", 2), ("tokio-w4", 4), ("tokio-w8", 8)]
+            .into_iter()
+            .filter(|(m, _)| modes.iter().any(|x| x == m))
+            .map(|(m, w)| (m, tokio::runtime::Builder::new_multi_thread().worker_threads(w).build().expect("tokio")))
+            .collect();
+        let rig = Rig {
+            exec_group: Executor::builder(&device).flush_policy(FlushPolicy::GroupCommit).build()?,
+            exec_group_spin: Executor::builder(&device)
+                .flush_policy(FlushPolicy::GroupCommit)
+                .adaptive_spin(std::time::Duration::from_micros(200))
+                .build()?,
+            queue: Queue::new(&device)?,
+            runtimes,
+            exec_all: Executor::new(&device)?,
+            exec_oldest: Executor::builder(&device).wait_policy(WaitPolicy::Oldest).build()?,
+            exec_eager: Executor::builder(&device).max_pending_ops(eager_ops).build()?,
+            exec_spin: Executor::builder(&device).spin_before_wait(std::time::Duration::from_micros(50)).build()?,
+            raw: RawBatch::new(&device),
+            mix,
+            device,
+        };
+        // Warm-up: compile the pipeline on the driver.
+        run_sequential(&rig.device, &rig.mix, 1, 64, 1, &expected(1, 64, 1), true)?;
+        Ok(rig)
+    }
+
+    /// Runs one mode once; the breakdown for the executor and raw modes.
+    fn run(
+        &self,
+        mode: &str,
+        tasks: usize,
+        n: usize,
+        k: u32,
+        want: &std::rc::Rc<Vec<Vec<u32>>>,
+        zeroed: bool,
+    ) -> Result<Option<ExecBreakdown>, Error> {
+        let mix = &self.mix;
+        Ok(match mode {
+            "sequential" => run_sequential(&self.device, mix, tasks, n, k, want, zeroed).map(|_| None)?,
+            "executor" => Some(run_executor(&self.exec_all, mix, tasks, n, k, want, zeroed)?),
+            "executor-oldest" => Some(run_executor(&self.exec_oldest, mix, tasks, n, k, want, zeroed)?),
+            "executor-eager" => Some(run_executor(&self.exec_eager, mix, tasks, n, k, want, zeroed)?),
+            "executor-spin" => Some(run_executor(&self.exec_spin, mix, tasks, n, k, want, zeroed)?),
+            "executor-group" => Some(run_executor(&self.exec_group, mix, tasks, n, k, want, zeroed)?),
+            "executor-group-spin" => Some(run_executor(&self.exec_group_spin, mix, tasks, n, k, want, zeroed)?),
+            t if t.starts_with("tokio") => {
+                let rt = &self.runtimes.iter().find(|(m, _)| *m == t).expect("runtime").1;
+                let want = std::sync::Arc::new((**want).clone());
+                Some(run_tokio(rt, &self.queue, mix, tasks, n, k, &want, zeroed)?)
+            }
+            _ => Some(self.raw.run(mix, tasks, n, k, want, zeroed)?),
+        })
+    }
+}
+
+/// One of the setups measured side by side (`--ab`): a suffix for its rows, which rig, and
+/// whether buffers are cleared.
+struct Variant {
+    suffix: &'static str,
+    rig: usize,
+    zeroed: bool,
+}
+
 fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().collect();
+    let flag = |name: &str| args.iter().any(|a| a == name);
     let sweep = arg(&args, "--sweep").unwrap_or_else(|| "full".into());
     let out_dir = std::path::PathBuf::from(arg(&args, "--out").unwrap_or_else(|| ".".into()));
     let reps_arg: Option<usize> = arg(&args, "--reps").and_then(|s| s.parse().ok());
-    let device = Device::builder().always_stage(args.iter().any(|a| a == "--always-stage")).build()?;
+    let open = |robust: Option<bool>| {
+        let builder = Device::builder().always_stage(flag("--always-stage"));
+        match robust {
+            Some(on) => builder.robust_buffer_access(on),
+            None => builder,
+        }
+        .build()
+    };
+    let device = open(if flag("--no-robust") { Some(false) } else { None })?;
     let name = device.info().name.clone();
-    let mix = Kernel::new(&device, &kernels::MIX)?;
     let modes: Vec<String> = arg(&args, "--modes").map_or_else(
         || DEFAULT_MODES.iter().map(|m| m.to_string()).collect(),
         |m| m.split(',').map(str::to_string).collect(),
@@ -425,85 +548,73 @@ fn main() -> Result<(), Error> {
         configs = ts.split(',').filter_map(|t| t.parse().ok()).map(|t| (t, 1024, 1)).collect();
     }
     let lp = std::env::var("LP_NUM_THREADS").unwrap_or_default();
-    eprintln!("device: {name} (LP_NUM_THREADS={lp:?})");
-    let exec_all = Executor::new(&device)?;
-    let exec_oldest = Executor::builder(&device).wait_policy(WaitPolicy::Oldest).build()?;
     let eager_ops: usize = arg(&args, "--eager-ops").and_then(|s| s.parse().ok()).unwrap_or(256);
-    let exec_eager = Executor::builder(&device).max_pending_ops(eager_ops).build()?;
-    let exec_spin = Executor::builder(&device).spin_before_wait(std::time::Duration::from_micros(50)).build()?;
-    let exec_group = Executor::builder(&device).flush_policy(FlushPolicy::GroupCommit).build()?;
-    let exec_group_spin = Executor::builder(&device)
-        .flush_policy(FlushPolicy::GroupCommit)
-        .adaptive_spin(std::time::Duration::from_micros(200))
-        .build()?;
-    let queue = Queue::new(&device)?;
-    let runtimes: Vec<(&str, tokio::runtime::Runtime)> =
-        [("tokio", 16), ("tokio-w1", 1), ("tokio-w2", 2), ("tokio-w4", 4), ("tokio-w8", 8)]
-            .into_iter()
-            .filter(|(m, _)| modes.iter().any(|x| x == m))
-            .map(|(m, w)| {
-                (m, tokio::runtime::Builder::new_multi_thread().worker_threads(w).build().expect("tokio runtime"))
-            })
-            .collect();
-    let raw = RawBatch::new(&device);
-    // Warm-up: compile the pipeline on the driver.
-    run_sequential(&device, &mix, 1, 64, 1, &expected(1, 64, 1))?;
+    let zeroed = !flag("--no-zero-init");
+    eprintln!(
+        "device: {name} (LP_NUM_THREADS={lp:?}, robust access: {:?}, zero-init: {zeroed})",
+        device.robust_access()
+    );
+    let mut rigs = vec![Rig::new(device, eager_ops, &modes)?];
+    let mut variants = vec![Variant { suffix: "", rig: 0, zeroed }];
+    match arg(&args, "--ab").as_deref() {
+        None => {}
+        Some("zero-init") => variants.push(Variant { suffix: "+uninit", rig: 0, zeroed: false }),
+        Some("robust") => {
+            let off = open(Some(false))?;
+            eprintln!("second device: robust access {:?}", off.robust_access());
+            rigs.push(Rig::new(off, eager_ops, &modes)?);
+            variants.push(Variant { suffix: "+norobust", rig: 1, zeroed });
+        }
+        Some(other) => {
+            eprintln!("--ab: expected zero-init or robust, got {other:?}");
+            std::process::exit(2);
+        }
+    }
+    // Every (mode, variant) pair measured, in the order they rotate through.
+    let cells: Vec<(usize, usize)> = (0..MODES.len())
+        .filter(|&m| modes.iter().any(|x| x == MODES[m]))
+        .flat_map(|m| (0..variants.len()).map(move |v| (m, v)))
+        .collect();
 
     let mut rows = Vec::new();
     for &(tasks, n, k) in &configs {
         let reps = reps_arg.unwrap_or(if tasks >= 10_000 { 3 } else { 7 });
         let want = std::rc::Rc::new(expected(tasks, n, k));
-        let want_arc = std::sync::Arc::new((*want).clone());
-        let mut times: Vec<Vec<f64>> = vec![Vec::new(); MODES.len()];
-        let mut heap = vec![0f64; MODES.len()];
-        let mut breakdown = vec![ExecBreakdown::default(); MODES.len()];
-        // One untimed round of every mode, then `reps` timed rounds with the order rotating.
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); cells.len()];
+        let mut heap = vec![0f64; cells.len()];
+        let mut breakdown = vec![ExecBreakdown::default(); cells.len()];
+        // One untimed round of every cell, then `reps` timed rounds with the order rotating.
         for rep in 0..=reps {
-            for j in 0..MODES.len() {
-                let m = (j + rep) % MODES.len();
-                if !modes.iter().any(|x| x == MODES[m]) {
-                    continue;
-                }
+            for j in 0..cells.len() {
+                let c = (j + rep) % cells.len();
+                let (m, v) = cells[c];
+                let variant = &variants[v];
                 let base = CURRENT.load(Ordering::Relaxed);
                 PEAK.store(base, Ordering::Relaxed);
                 let start = Instant::now();
-                let b = match MODES[m] {
-                    "sequential" => run_sequential(&device, &mix, tasks, n, k, &want).map(|_| None)?,
-                    "executor" => Some(run_executor(&exec_all, &mix, tasks, n, k, &want)?),
-                    "executor-oldest" => Some(run_executor(&exec_oldest, &mix, tasks, n, k, &want)?),
-                    "executor-eager" => Some(run_executor(&exec_eager, &mix, tasks, n, k, &want)?),
-                    "executor-spin" => Some(run_executor(&exec_spin, &mix, tasks, n, k, &want)?),
-                    "executor-group" => Some(run_executor(&exec_group, &mix, tasks, n, k, &want)?),
-                    "executor-group-spin" => Some(run_executor(&exec_group_spin, &mix, tasks, n, k, &want)?),
-                    t if t.starts_with("tokio") => {
-                        let rt = &runtimes.iter().find(|(m, _)| *m == t).expect("runtime").1;
-                        Some(run_tokio(rt, &queue, &mix, tasks, n, k, &want_arc)?)
-                    }
-                    _ => Some(raw.run(&mix, tasks, n, k, &want)?),
-                };
+                let b = rigs[variant.rig].run(MODES[m], tasks, n, k, &want, variant.zeroed)?;
                 if let (Some(b), true) = (b, rep > 0) {
-                    breakdown[m] = b;
+                    breakdown[c] = b;
                 }
                 let us = start.elapsed().as_secs_f64() * 1e6 / tasks as f64;
                 // Sequential has one task in flight at a time; the others have all T.
                 let in_flight = if MODES[m] == "sequential" { 1 } else { tasks };
                 let peak = (PEAK.load(Ordering::Relaxed) - base) as f64 / in_flight as f64;
                 if rep > 0 {
-                    times[m].push(us);
-                    heap[m] = heap[m].max(peak);
+                    times[c].push(us);
+                    heap[c] = heap[c].max(peak);
                 }
             }
         }
-        for (m, mode) in MODES.iter().enumerate() {
-            if times[m].is_empty() {
-                continue;
-            }
-            let row = Row { mode, tasks, n, k, reps, us: times[m].clone(), heap_per_task: heap[m] };
+        for (c, &(m, v)) in cells.iter().enumerate() {
+            let mode = format!("{}{}", MODES[m], variants[v].suffix);
+            let row = Row { mode, tasks, n, k, reps, us: times[c].clone(), heap_per_task: heap[c] };
             let mut v = row.us.clone();
             let med = median(&mut v);
-            let b = breakdown[m];
+            let b = breakdown[c];
             eprintln!(
-                "T={tasks:>6} n={n:>7} K={k:>4} {mode:<16} median {med:>9.2} us/task  min {:>9.2}  max {:>9.2}  heap/task {:>8.0} B  [last rep: {:.2}/{:.2} (wait {:.2})/{:.2}]",
+                "T={tasks:>6} n={n:>7} K={k:>4} {:<26} median {med:>9.2} us/task  min {:>9.2}  max {:>9.2}  heap/task {:>8.0} B  [last rep: {:.2}/{:.2} (wait {:.2})/{:.2}]",
+                row.mode,
                 v[0],
                 v[v.len() - 1],
                 row.heap_per_task,
@@ -515,17 +626,18 @@ fn main() -> Result<(), Error> {
             rows.push(row);
         }
     }
-    eprintln!("executor {}", exec_all.stats());
-    eprintln!("executor-oldest {}", exec_oldest.stats());
-    eprintln!("executor-eager {}", exec_eager.stats());
-    eprintln!("executor-spin {}", exec_spin.stats());
-    eprintln!("executor-group {}", exec_group.stats());
-    eprintln!(
-        "executor-group-spin {} spin_ms={:.1}",
-        exec_group_spin.stats(),
-        exec_group_spin.stats().spin_ns as f64 / 1e6
-    );
-    eprintln!("queue (tokio modes) {} spin_ms={:.1}", queue.stats(), queue.stats().spin_ns as f64 / 1e6);
+    for (i, rig) in rigs.iter().enumerate() {
+        let tag = if i == 0 { "" } else { " (second device)" };
+        eprintln!("executor{tag} {}", rig.exec_all.stats());
+        eprintln!("executor-oldest{tag} {}", rig.exec_oldest.stats());
+        eprintln!("executor-eager{tag} {}", rig.exec_eager.stats());
+        eprintln!("executor-spin{tag} {}", rig.exec_spin.stats());
+        eprintln!("executor-group{tag} {}", rig.exec_group.stats());
+        let gs = rig.exec_group_spin.stats();
+        eprintln!("executor-group-spin{tag} {gs} spin_ms={:.1}", gs.spin_ns as f64 / 1e6);
+        let q = rig.queue.stats();
+        eprintln!("queue (tokio modes){tag} {q} spin_ms={:.1}", q.spin_ns as f64 / 1e6);
+    }
 
     std::fs::create_dir_all(&out_dir).ok();
     let mut csv = String::from("device,lp_num_threads,mode,T,n,K,reps,median_us_per_task,min_us_per_task,max_us_per_task,peak_heap_bytes_per_in_flight_task\n");
@@ -551,7 +663,7 @@ fn main() -> Result<(), Error> {
     std::fs::write(out_dir.join("bench_tasks.csv"), &csv).expect("write csv");
     plot(&rows, &name, &out_dir.join("bench_tasks.svg"));
     // The default executor's counters over the whole run, as the last line.
-    println!("{}", exec_all.stats());
+    println!("{}", rigs[0].exec_all.stats());
     Ok(())
 }
 

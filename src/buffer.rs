@@ -4,6 +4,33 @@
 //! clone of that `Arc` until the timeline value of the submission that carried it is reached, so
 //! dropping a `Buffer` while the GPU uses it only drops one reference: the memory is freed when
 //! the last user (a retired submission) lets go. Nothing blocks in `Drop`.
+//!
+//! # Zero-initialised buffers
+//! The pool reuses memory, so a new buffer's memory may hold what an earlier buffer (another
+//! task's keys, say) left there. Every buffer made by [`Buffer::new`] therefore reads as zeros
+//! until it is written. The clear is lazy, so it costs nothing when the first use overwrites the
+//! whole buffer anyway:
+//!
+//! - Each `RawBuffer` starts *fresh* (see [`Init`]): its bytes are not yet defined.
+//! - The first host write ([`Buffer::write`], [`Buffer::from_slice`], a direct upload on unified
+//!   memory) or host read zeroes, on the host, what that write does not cover, and marks the
+//!   buffer defined. The host touches a buffer only while the GPU does not use it.
+//! - When a submission is encoded, the first op that uses a fresh buffer decides: a copy that
+//!   overwrites the whole buffer (an upload through staging) needs nothing; anything else (a
+//!   dispatch, a partial upload, a read-back) gets a `vkCmdFillBuffer` of zeros recorded at the
+//!   start of that submission, before its first phase (see [`crate::commands`]). The recording
+//!   that took the clear marks the buffer defined once it is submitted, and gives the clear back
+//!   if it is dropped unsubmitted.
+//! - Clears are decided in submission order (at encode time), so recordings submitted in any
+//!   order clear a buffer before whichever of them uses it first. If two threads encode work on
+//!   the same fresh buffer at once (a race on its contents anyway), both clear it rather than
+//!   risk one using it before the other's clear.
+//! - Buffers the library makes for itself and overwrites completely (the staging areas of
+//!   uploads and read-backs) skip all of this, and so does [`Buffer::new_uninit`].
+//!
+//! The clear covers the buffer's size rounded up to 4 bytes and to the robust-access alignment
+//! (the bytes a kernel may still reach past the end, see [`crate::pool`]), which always lies in
+//! the buffer's own chunk.
 
 use crate::device::{Device, DeviceShared};
 use crate::error::{Error, Result};
@@ -12,7 +39,7 @@ use ash::vk;
 use bytemuck::Pod;
 use gpu_allocator::MemoryLocation;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Where a buffer lives, which decides how the host reaches it.
@@ -34,6 +61,33 @@ impl MemoryKind {
             MemoryKind::Readback => MemoryLocation::GpuToCpu,
         }
     }
+}
+
+/// Whether a buffer's contents are defined yet (the lazy zero-initialisation's state; see the
+/// module docs). Stored in an `AtomicU8`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Init {
+    /// Not yet written by anyone: must read as zeros, so it needs a clear before first use.
+    Fresh = 0,
+    /// An encoded but not yet submitted recording took the clear (it records the fill, or its
+    /// first use overwrites everything). Becomes `Defined` when it is submitted, `Fresh` again if
+    /// it is dropped unsubmitted.
+    Clearing = 1,
+    /// The contents are defined: cleared, written, or handed over as they are (`new_uninit`,
+    /// `raw_handle`).
+    Defined = 2,
+}
+
+/// The answer of [`RawBuffer::claim_clear`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// The contents are defined: nothing to do.
+    None,
+    /// The caller took the clear.
+    Took,
+    /// Another recording took it and is not submitted: clear as well, to be safe.
+    AlsoClear,
 }
 
 /// The untyped buffer shared by a [`Buffer`] and the commands that use it: a range of a
@@ -58,6 +112,11 @@ pub(crate) struct RawBuffer {
     pub last_use: AtomicU64,
     /// Dropped right after the memory goes back to the pool (a queue's memory-bound lease).
     pub attachment: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
+    /// An [`Init`]: whether the contents still need clearing.
+    init: AtomicU8,
+    /// How many bytes a clear covers: `size` rounded up to 4 and to the device's robust-access
+    /// alignment. Always within the chunk.
+    pub clear_len: u64,
 }
 
 // SAFETY: the mapped pointer refers to memory owned by this object's backing, which lives as
@@ -69,7 +128,10 @@ unsafe impl Send for RawBuffer {}
 unsafe impl Sync for RawBuffer {}
 
 impl RawBuffer {
-    pub(crate) fn new(device: &Device, size: u64, kind: MemoryKind, _name: &str) -> Result<Arc<Self>> {
+    /// A buffer of `size` bytes. With `zeroed`, it reads as zeros until written (lazily cleared,
+    /// see the module docs); without, it holds whatever its memory held, which only buffers
+    /// that are completely overwritten before any read may do.
+    pub(crate) fn new(device: &Device, size: u64, kind: MemoryKind, zeroed: bool) -> Result<Arc<Self>> {
         if size == 0 {
             return Err(Error::ZeroSize("buffer"));
         }
@@ -79,14 +141,15 @@ impl RawBuffer {
         }
         let shared = &device.shared;
         shared.check_lost()?;
-        // Near the limit, the rounded-up chunk would not fit: take the size itself.
-        let class = Pool::class_of(size).min(limit.max(size));
+        let class = Pool::class_of(size, limit);
         let chunk = {
             let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
             pool.alloc(shared, &shared.allocator, kind, class)?
         };
         shared.live_buffers.fetch_add(1, Ordering::Relaxed);
         shared.live_bytes.fetch_add(size, Ordering::Relaxed);
+        let clear_len = size.next_multiple_of(shared.clear_align);
+        debug_assert!(clear_len <= chunk.class, "a clear of {clear_len} bytes leaves a chunk of {}", chunk.class);
         Ok(Arc::new(RawBuffer {
             device: device.clone(),
             buffer: chunk.buffer,
@@ -99,7 +162,87 @@ impl RawBuffer {
             pending: AtomicUsize::new(0),
             last_use: AtomicU64::new(0),
             attachment: std::sync::OnceLock::new(),
+            init: AtomicU8::new(if zeroed { Init::Fresh } else { Init::Defined } as u8),
+            clear_len,
         }))
+    }
+
+    /// The size of the pooled chunk the buffer occupies.
+    pub(crate) fn chunk_class(&self) -> u64 {
+        self.chunk.class
+    }
+
+    /// Whether the contents still need a clear (no recording has taken it yet).
+    #[inline]
+    pub(crate) fn is_fresh(&self) -> bool {
+        self.init.load(Ordering::Acquire) == Init::Fresh as u8
+    }
+
+    /// What a recording being encoded must do about the clear when it uses this buffer first.
+    /// `Fresh` becomes `Clearing` and the caller gets [`Claim::Took`] (it must then call
+    /// [`RawBuffer::clear_submitted`] or [`RawBuffer::clear_abandoned`]).
+    ///
+    /// `Clearing` means another thread's recording took the clear and is not submitted yet.
+    /// Using one buffer from two recordings that no order ties together is a race on its
+    /// contents anyway, but it must not show stale memory: that caller clears too
+    /// ([`Claim::AlsoClear`]), without owning the state.
+    #[inline]
+    pub(crate) fn claim_clear(&self) -> Claim {
+        if self.init.load(Ordering::Acquire) == Init::Defined as u8 {
+            return Claim::None;
+        }
+        match self.init.compare_exchange(Init::Fresh as u8, Init::Clearing as u8, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => Claim::Took,
+            Err(s) if s == Init::Clearing as u8 => Claim::AlsoClear,
+            Err(_) => Claim::None,
+        }
+    }
+
+    /// The recording that took the clear was submitted: the contents are defined from now on.
+    pub(crate) fn clear_submitted(&self) {
+        self.init.store(Init::Defined as u8, Ordering::Release);
+    }
+
+    /// The recording that took the clear was dropped unsubmitted: the buffer is fresh again.
+    pub(crate) fn clear_abandoned(&self) {
+        let _ =
+            self.init.compare_exchange(Init::Clearing as u8, Init::Fresh as u8, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// Zeroes a fresh buffer on the host, except `[keep_from, keep_to)` (which the caller is
+    /// about to write), and marks it defined. Nothing if it is not fresh. The caller checked
+    /// that the GPU does not use the buffer (`is_idle`) and that it is mapped.
+    fn define_on_host(&self, ptr: std::ptr::NonNull<u8>, keep_from: u64, keep_to: u64) {
+        if !self.is_fresh()
+            || self
+                .init
+                .compare_exchange(Init::Fresh as u8, Init::Defined as u8, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+        {
+            return;
+        }
+        debug_assert!(keep_from <= keep_to && keep_to <= self.clear_len);
+        // SAFETY: both ranges lie inside the chunk's mapping (`clear_len` fits in the chunk);
+        // the GPU does not use the buffer (the caller checked `is_idle`), and no other host
+        // access runs: only the caller that won the compare-exchange above gets here.
+        unsafe {
+            std::ptr::write_bytes(ptr.as_ptr(), 0, keep_from as usize);
+            std::ptr::write_bytes(ptr.as_ptr().add(keep_to as usize), 0, (self.clear_len - keep_to) as usize);
+        }
+    }
+
+    /// Marks the contents defined as they are, for interop that hands the memory to the
+    /// caller's own commands. A host-visible, idle, fresh buffer is zeroed on the host first.
+    fn hand_over(&self) {
+        if !self.is_fresh() {
+            return;
+        }
+        if let (Some(ptr), Ok(true)) = (self.mapped, self.is_idle()) {
+            self.define_on_host(ptr, 0, 0);
+        } else {
+            let _ =
+                self.init.compare_exchange(Init::Fresh as u8, Init::Defined as u8, Ordering::AcqRel, Ordering::Acquire);
+        }
     }
 
     /// Whether the host may touch the contents: no recorded-but-unsubmitted command uses the
@@ -130,6 +273,7 @@ impl RawBuffer {
                 got: offset + bytes.len() as u64,
             });
         }
+        self.define_on_host(ptr, offset, offset + bytes.len() as u64);
         // SAFETY: the range is inside the mapped range (checked above); the GPU is not using the
         // buffer (the caller checked `is_idle`), and host writes to coherent memory become
         // visible to later submissions at submit time.
@@ -147,6 +291,8 @@ impl RawBuffer {
                 got: out.len() as u64,
             });
         }
+        // Never written: zero it (reading zeros would do, but later GPU work must see them too).
+        self.define_on_host(ptr, 0, 0);
         // SAFETY: inside the mapped range; the GPU finished writing (caller checked `is_idle`),
         // and the submission that wrote it ended with a barrier to host reads.
         unsafe { std::ptr::copy_nonoverlapping(ptr.as_ptr(), out.as_mut_ptr(), out.len()) };
@@ -191,9 +337,32 @@ impl<T: Pod> std::fmt::Debug for Buffer<T> {
 }
 
 impl<T: Pod> Buffer<T> {
-    /// Allocates a buffer of `len` elements. Zero elements, or more bytes than the device allows
-    /// in one buffer, are errors; so is an exhausted heap.
+    /// Allocates a buffer of `len` elements that reads as zeros until it is written, whatever
+    /// its (pooled, reused) memory held before. Zero elements, or more bytes than the device
+    /// allows in one buffer, are errors; so is an exhausted heap.
+    ///
+    /// The clear is lazy and costs nothing when the buffer's first use overwrites all of it (a
+    /// full [`Buffer::write`] or upload); otherwise it is one `vkCmdFillBuffer` at the start of
+    /// the submission that first uses the buffer, or a host `memset` when the host writes or
+    /// reads it first.
     pub fn new(device: &Device, len: usize, kind: MemoryKind) -> Result<Self> {
+        Self::with_init(device, len, kind, true)
+    }
+
+    /// Allocates a buffer of `len` elements **without clearing it**: it holds whatever its
+    /// memory held, which may be the data of an earlier buffer, of another task. Use it only
+    /// for a buffer whose every element is written before anything reads it, where even the
+    /// lazy clear of [`Buffer::new`] must be avoided (a buffer that a kernel fills completely,
+    /// say); a full upload or [`Buffer::write`] into a [`Buffer::new`] buffer already costs
+    /// nothing extra.
+    ///
+    /// This is safe in Rust's sense (`T: Pod`, so any bytes are a valid `T`) but not
+    /// confidential: a bug that reads an element before writing it shows another task's data.
+    pub fn new_uninit(device: &Device, len: usize, kind: MemoryKind) -> Result<Self> {
+        Self::with_init(device, len, kind, false)
+    }
+
+    fn with_init(device: &Device, len: usize, kind: MemoryKind, zeroed: bool) -> Result<Self> {
         if len == 0 {
             return Err(Error::ZeroSize("buffer"));
         }
@@ -205,7 +374,7 @@ impl<T: Pod> Buffer<T> {
         if std::mem::size_of::<T>() == 0 {
             return Err(Error::ZeroSize("buffer element type"));
         }
-        let raw = RawBuffer::new(device, size, kind, std::any::type_name::<T>())?;
+        let raw = RawBuffer::new(device, size, kind, zeroed)?;
         Ok(Buffer { raw, len, _t: PhantomData })
     }
 
@@ -276,8 +445,23 @@ impl<T: Pod> Buffer<T> {
     /// Interop: the raw `VkBuffer` and the byte offset where this buffer starts in it (small
     /// buffers are ranges of a shared pooled `VkBuffer`). Work submitted by hand with
     /// [`Device::submit_raw`] is not tracked: keep the `Buffer` alive until that work completes.
+    ///
+    /// From this call on, vkasync leaves the contents to the caller: it no longer clears the
+    /// buffer lazily (which could overwrite what the caller's own commands wrote). A new buffer
+    /// that the host can map and that no work uses is zeroed on the host first; any other new
+    /// buffer is handed over as its memory is, possibly with an earlier buffer's data (work
+    /// recorded by hand can reach the whole shared `VkBuffer` anyway).
     pub fn raw_handle(&self) -> (vk::Buffer, u64) {
+        self.raw.hand_over();
         (self.raw.buffer, self.raw.offset)
+    }
+
+    /// For tests and diagnostics: the `VkBuffer`, the byte offset in it and the size of the
+    /// pooled chunk this buffer occupies (its neighbour in the same `VkBuffer`, if any, starts
+    /// at `offset + chunk size`). Unlike [`Buffer::raw_handle`] it changes nothing.
+    #[doc(hidden)]
+    pub fn pool_location(&self) -> (vk::Buffer, u64, u64) {
+        (self.raw.buffer, self.raw.offset, self.raw.chunk_class())
     }
 
     /// The device this buffer was allocated on.

@@ -18,8 +18,20 @@
 //! A submission starts with one barrier when a buffer it uses was used by an earlier submission
 //! (pipeline barriers order against everything earlier in submission order), and ends with one
 //! barrier to host reads when the host will read a result.
+//!
+//! # Clearing new buffers
+//! A buffer reads as zeros until written (see [`crate::Buffer::new`]). While the phases are
+//! assigned, the first op of a submission that uses a buffer still *fresh* (never written) takes
+//! its clear: if that op is a copy that overwrites the whole buffer (an upload through staging)
+//! nothing more is needed; otherwise the buffer's range is zeroed with `vkCmdFillBuffer` in a
+//! *clear phase* before phase 0. The fills are transfer writes placed after the submission's
+//! opening barrier (which orders them after the memory's earlier users) and followed by one
+//! barrier to every later transfer or shader access, so a submission with no fresh buffer to
+//! clear records exactly what it did before. A buffer only read back by the host (no op) is
+//! cleared the same way. The buffer counts as cleared once the submission is made; a recording
+//! dropped unsubmitted gives its clears back.
 
-use crate::buffer::{Buffer, MemoryKind, RawBuffer};
+use crate::buffer::{Buffer, Claim, MemoryKind, RawBuffer};
 use crate::device::Device;
 use crate::error::{map_oom, Error, Result};
 use crate::hash::IdMap;
@@ -84,6 +96,8 @@ pub(crate) struct Recording {
     pub host_reads: Vec<Arc<RawBuffer>>,
     /// The host will read a result of this recording: end with a barrier to host reads.
     pub host_read: bool,
+    /// Fresh buffers whose clear `encode` took (see "Clearing new buffers").
+    cleared: Vec<Arc<RawBuffer>>,
     submitted: bool,
 }
 
@@ -137,6 +151,7 @@ impl Recording {
             ops: Vec::with_capacity(ops),
             host_reads: Vec::new(),
             host_read: false,
+            cleared: Vec::new(),
             submitted: false,
         }
     }
@@ -166,6 +181,9 @@ impl Recording {
             op.for_each_buffer(|b, _| mark(b));
         }
         self.host_reads.iter().for_each(mark);
+        for b in self.cleared.drain(..) {
+            b.clear_submitted();
+        }
         self.submitted = true;
     }
 
@@ -197,7 +215,8 @@ impl Recording {
         if host_writable(&dst.raw) && dst.raw.is_idle()? {
             return dst.raw.write_bytes(byte_offset, bytes);
         }
-        let staging = RawBuffer::new(&self.device, bytes.len() as u64, MemoryKind::Upload, "vkasync staging")?;
+        // Written completely right below: no clear needed.
+        let staging = RawBuffer::new(&self.device, bytes.len() as u64, MemoryKind::Upload, false)?;
         staging.write_bytes(0, bytes)?;
         self.push(Op::Copy {
             region: vk::BufferCopy {
@@ -322,7 +341,8 @@ impl Recording {
             self.host_reads.push(src.raw.clone());
             return Ok(Readback { buffer: src.raw.clone(), len: src.len(), _t: PhantomData });
         }
-        let staging = RawBuffer::new(&self.device, src.raw.size, MemoryKind::Readback, "vkasync read-back")?;
+        // Overwritten completely by the copy, and only that range is read: no clear needed.
+        let staging = RawBuffer::new(&self.device, src.raw.size, MemoryKind::Readback, false)?;
         self.push(Op::Copy {
             src: src.raw.clone(),
             dst: staging.clone(),
@@ -335,7 +355,7 @@ impl Recording {
     /// recording state. Within a phase, copies between the same two `VkBuffer`s (e.g. many
     /// jobs' uploads from one pooled staging block into one pooled device block) become one
     /// `vkCmdCopyBuffer` with many regions.
-    pub fn encode(&self, cmd: vk::CommandBuffer) -> EncodeStats {
+    pub fn encode(&mut self, cmd: vk::CommandBuffer) -> EncodeStats {
         let d = self.device.raw();
         let mut stats = EncodeStats::default();
         // (last phase that wrote, last phase that read) per buffer id.
@@ -346,6 +366,9 @@ impl Recording {
         // after them goes in a later phase.
         let mut floor = 0;
         let mut highest: Option<u32> = None;
+        // Fresh buffers to zero in the clear phase (see "Clearing new buffers").
+        let mut fills: SmallVec<[Arc<RawBuffer>; 4]> = SmallVec::new();
+        let cleared = &mut self.cleared;
         for op in &self.ops {
             if let Op::Timestamp { .. } = op {
                 let phase = highest.map_or(floor, |h| (h + 1).max(floor));
@@ -356,7 +379,19 @@ impl Recording {
             }
             let mut phase = floor;
             op.for_each_buffer(|b, write| {
-                let (w, r) = state.get(&b.id).copied().unwrap_or((None, None));
+                let Some(&(w, r)) = state.get(&b.id) else {
+                    // This submission's first use of `b` (marked, so that a second binding of
+                    // `b` in the same op does not count as first again).
+                    state.insert(b.id, (None, None));
+                    let claim = b.claim_clear();
+                    if claim != Claim::None && !overwrites_all(op, b) {
+                        fills.push(b.clone());
+                    }
+                    if claim == Claim::Took {
+                        cleared.push(b.clone());
+                    }
+                    return;
+                };
                 if let Some(w) = w {
                     phase = phase.max(w + 1);
                 }
@@ -377,6 +412,20 @@ impl Recording {
             phases.push(phase);
             highest = Some(highest.map_or(phase, |h| h.max(phase)));
         }
+        for b in &self.host_reads {
+            if state.contains_key(&b.id) {
+                continue; // an op, or an earlier host read, of this recording used it first
+            }
+            state.insert(b.id, (None, None));
+            match b.claim_clear() {
+                Claim::None => {}
+                Claim::Took => {
+                    fills.push(b.clone());
+                    cleared.push(b.clone());
+                }
+                Claim::AlsoClear => fills.push(b.clone()),
+            }
+        }
         let mut order: Vec<usize> = (0..self.ops.len()).collect();
         order.sort_by_key(|&i| phases[i]);
         let barrier = |src_stage, src_access, dst_stage, dst_access| {
@@ -386,9 +435,49 @@ impl Recording {
         };
         // Memory may have been used by an earlier submission (pooled chunks are reused, and a
         // buffer may be used again): order this submission's accesses after it.
-        if !self.ops.is_empty() && self.device.last_submitted() > 0 {
+        if (!self.ops.is_empty() || !fills.is_empty()) && self.device.last_submitted() > 0 {
             barrier(SHADER_OR_TRANSFER, writes(), SHADER_OR_TRANSFER, reads_and_writes());
             stats.barriers += 1;
+        }
+        if !fills.is_empty() {
+            // The clear phase. Neighbouring chunks of one block are cleared by one fill.
+            fills.sort_unstable_by_key(|b| (vk::Handle::as_raw(b.buffer), b.offset));
+            let mut run: Option<(vk::Buffer, u64, u64)> = None;
+            let flush = |run: Option<(vk::Buffer, u64, u64)>| {
+                if let Some((buffer, offset, len)) = run {
+                    // SAFETY: the buffer is live (held by an op or a host read of this
+                    // recording); offset and length are multiples of 4 inside the chunks being
+                    // cleared (`clear_len` fits in its chunk; chunk offsets are multiples of
+                    // 256), and the buffer was created with TRANSFER_DST.
+                    unsafe { d.cmd_fill_buffer(cmd, buffer, offset, len, 0) };
+                }
+            };
+            for b in &fills {
+                run = match run {
+                    // Contiguous with the run only if the run's last chunk is cleared to its end.
+                    Some((buffer, offset, len)) if buffer == b.buffer && offset + len == b.offset => {
+                        Some((buffer, offset, len + b.clear_len))
+                    }
+                    other => {
+                        flush(other);
+                        Some((b.buffer, b.offset, b.clear_len))
+                    }
+                };
+                if b.clear_len != b.chunk_class() {
+                    // The chunk's tail is not cleared: the next chunk starts a new fill.
+                    flush(run.take());
+                }
+            }
+            flush(run);
+            if !self.ops.is_empty() {
+                barrier(
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::AccessFlags::TRANSFER_WRITE,
+                    SHADER_OR_TRANSFER,
+                    reads_and_writes(),
+                );
+                stats.barriers += 1;
+            }
         }
         let mut bound: Option<vk::Pipeline> = None;
         // Push constants stay set across dispatches with compatible layouts: skip repeats.
@@ -490,6 +579,17 @@ impl Recording {
     }
 }
 
+/// Whether `op` overwrites all of `b` that a clear would cover (so `b` needs no clear when this
+/// op is its first use).
+fn overwrites_all(op: &Op, b: &RawBuffer) -> bool {
+    match op {
+        Op::Copy { dst, region, .. } => {
+            std::ptr::eq(&**dst, b) && region.dst_offset == b.offset && region.size >= b.clear_len
+        }
+        _ => false,
+    }
+}
+
 impl Drop for Recording {
     fn drop(&mut self) {
         if !self.submitted {
@@ -500,6 +600,9 @@ impl Drop for Recording {
                 op.for_each_buffer(|b, _| release(b));
             }
             self.host_reads.iter().for_each(release);
+            for b in &self.cleared {
+                b.clear_abandoned();
+            }
         }
     }
 }

@@ -47,6 +47,30 @@ pub struct Limits {
     pub timestamps: bool,
 }
 
+/// How far a kernel's buffer accesses are checked on a device (see
+/// [`DeviceBuilder::robust_buffer_access`] and [`Device::robust_access`]).
+///
+/// Buffers are ranges of shared pooled `VkBuffer`s, so the buffer right after yours may belong
+/// to another task. Only [`RobustAccess::Robustness2`] keeps a kernel that indexes past its
+/// buffer inside that buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RobustAccess {
+    /// No checks: an access past a binding's range is undefined behaviour on the GPU; on most
+    /// drivers it reads and writes the neighbouring buffers.
+    Off,
+    /// Core `robustBufferAccess` only (the device does not offer `VK_EXT_robustness2`): accesses
+    /// past a binding's range cannot leave the `VkBuffer` (no crash, no other allocation
+    /// touched), but the specification lets such writes land anywhere in that `VkBuffer` and
+    /// such reads return any value from it, so **neighbouring buffers in the same pooled block
+    /// are not protected**.
+    Core,
+    /// `robustBufferAccess2` of `VK_EXT_robustness2` (with core `robustBufferAccess`): accesses
+    /// past a binding's range are discarded (writes) or read as zero, checked against the
+    /// buffer's own range rounded up to a small alignment that never reaches past its pooled
+    /// chunk. Neighbours are protected.
+    Robustness2,
+}
+
 /// Chooses and opens a device. [`Device::new`] is `DeviceBuilder::new().build()`.
 ///
 /// ```no_run
@@ -60,6 +84,7 @@ pub struct DeviceBuilder {
     selector: Option<DeviceSelector>,
     loader: Option<std::path::PathBuf>,
     stage_always: bool,
+    robust: Option<bool>,
 }
 
 impl DeviceBuilder {
@@ -96,6 +121,16 @@ impl DeviceBuilder {
         self
     }
 
+    /// Turns robust buffer access on (the default) or off, whatever `VKASYNC_ROBUST` says (`0`
+    /// turns it off). On, the device enables core `robustBufferAccess` and, where offered,
+    /// `robustBufferAccess2` of `VK_EXT_robustness2`, so that a kernel indexing past its buffer
+    /// cannot read or write the neighbouring buffers (see [`RobustAccess`]). Off saves what the
+    /// checks cost, for trusted kernels only.
+    pub fn robust_buffer_access(mut self, on: bool) -> Self {
+        self.robust = Some(on);
+        self
+    }
+
     /// Loads the Vulkan loader from this path instead of the system's `libvulkan.so.1` /
     /// `vulkan-1.dll`.
     pub fn loader_path(mut self, path: impl Into<std::path::PathBuf>) -> Self {
@@ -115,7 +150,8 @@ impl DeviceBuilder {
                 _ => DeviceSelector::Default,
             },
         };
-        Device::open(validation, &selector, self.loader.as_deref(), self.stage_always)
+        let robust = self.robust.unwrap_or_else(|| std::env::var("VKASYNC_ROBUST").map_or(true, |v| v.trim() != "0"));
+        Device::open(validation, &selector, self.loader.as_deref(), self.stage_always, robust)
     }
 }
 
@@ -144,6 +180,12 @@ pub(crate) struct DeviceShared {
     /// True when every device-local memory type is also host-visible (lavapipe, most integrated
     /// GPUs): uploads and read-backs can then skip the staging copy.
     pub unified_memory: bool,
+    /// Which robust buffer access is enabled.
+    pub robust: RobustAccess,
+    /// What a buffer's lazy clear is rounded up to: 4 bytes (`vkCmdFillBuffer`'s unit) and, with
+    /// robustness2, the robust access alignments (the bytes past a buffer a kernel may reach).
+    /// At most `pool::CHUNK_ALIGN`.
+    pub clear_align: u64,
     pub device: ash::Device,
     pub push_descriptor: ash::khr::push_descriptor::Device,
     pub queue_family: u32,
@@ -187,6 +229,7 @@ impl Device {
         selector: &DeviceSelector,
         loader: Option<&std::path::Path>,
         stage_always: bool,
+        robust: bool,
     ) -> Result<Self> {
         let inst = instance::create_instance(validation, loader)?;
         let list = instance::enumerate(&inst.instance)?;
@@ -211,9 +254,16 @@ impl Device {
             return Err(unsupported("the VK_KHR_push_descriptor extension"));
         }
 
+        let has_robustness2 = has(ash::ext::robustness2::NAME);
+
         let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
+        let mut robust2_props = vk::PhysicalDeviceRobustness2PropertiesEXT::default();
         let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut maint3);
-        // SAFETY: as above; the device is 1.2+ (checked by the selector), so the chain is valid.
+        if has_robustness2 {
+            props2 = props2.push_next(&mut robust2_props);
+        }
+        // SAFETY: as above; the device is 1.2+ (checked by the selector), so the chain is valid;
+        // the robustness2 struct is chained only when the extension is offered.
         unsafe { instance.get_physical_device_properties2(physical, &mut props2) };
         let props = props2.properties;
         // SAFETY: as above.
@@ -247,9 +297,34 @@ impl Device {
         };
 
         let mut supported12 = vk::PhysicalDeviceVulkan12Features::default();
+        let mut supported_robust2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default();
         let mut features2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut supported12);
-        // SAFETY: as above (a 1.2 device, so the Vulkan12Features chain is valid).
+        if has_robustness2 {
+            features2 = features2.push_next(&mut supported_robust2);
+        }
+        // SAFETY: as above (a 1.2 device, so the Vulkan12Features chain is valid; robustness2's
+        // struct only when the extension is offered).
         unsafe { instance.get_physical_device_features2(physical, &mut features2) };
+        let core_robust = features2.features.robust_buffer_access == vk::TRUE;
+        // The pool keeps chunks aligned to `CHUNK_ALIGN`, so robustness2's rounding of a
+        // binding's range stays inside the buffer's chunk (see `pool`). The specification caps
+        // these alignments at 4 and 256; a driver reporting more is not trusted with it.
+        let robust2_align = robust2_props
+            .robust_storage_buffer_access_size_alignment
+            .max(robust2_props.robust_uniform_buffer_access_size_alignment)
+            .max(1);
+        let robust = match (robust, core_robust) {
+            (false, _) | (true, false) => RobustAccess::Off,
+            (true, true)
+                if has_robustness2
+                    && supported_robust2.robust_buffer_access2 == vk::TRUE
+                    && robust2_align <= crate::pool::CHUNK_ALIGN =>
+            {
+                RobustAccess::Robustness2
+            }
+            (true, true) => RobustAccess::Core,
+        };
+        let clear_align = if robust == RobustAccess::Robustness2 { robust2_align.max(4) } else { 4 };
         let host_query_reset = supported12.host_query_reset == vk::TRUE;
         let timestamps = host_query_reset
             && props.limits.timestamp_compute_and_graphics == vk::TRUE
@@ -261,11 +336,18 @@ impl Device {
         let priorities = [1.0f32];
         let queue_info =
             [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
-        let ext_names = [ash::khr::push_descriptor::NAME.as_ptr()];
-        let device_info = vk::DeviceCreateInfo::default()
+        let mut ext_names = vec![ash::khr::push_descriptor::NAME.as_ptr()];
+        let enabled = vk::PhysicalDeviceFeatures::default().robust_buffer_access(robust != RobustAccess::Off);
+        let mut robust2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default().robust_buffer_access2(true);
+        let mut device_info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queue_info)
-            .enabled_extension_names(&ext_names)
+            .enabled_features(&enabled)
             .push_next(&mut f12);
+        if robust == RobustAccess::Robustness2 {
+            ext_names.push(ash::ext::robustness2::NAME.as_ptr());
+            device_info = device_info.push_next(&mut robust2);
+        }
+        let device_info = device_info.enabled_extension_names(&ext_names);
         // SAFETY: `device_info` and all it points to live across the call; the features asked
         // for were checked (timeline semaphores by the selector).
         let device = unsafe { instance.create_device(physical, &device_info, None) }.map_err(|e| match e {
@@ -307,12 +389,17 @@ impl Device {
         let push_descriptor = ash::khr::push_descriptor::Device::new(instance, &device);
         let limits = Limits { timestamps, ..limits };
         std::mem::forget(guard);
-        log::info!("vkasync: opened {} (queue family {family}, unified memory: {unified_memory})", info.name);
+        log::info!(
+            "vkasync: opened {} (queue family {family}, unified memory: {unified_memory}, robust access: {robust:?})",
+            info.name
+        );
         Ok(Device {
             shared: Arc::new(DeviceShared {
                 info,
                 limits,
                 unified_memory,
+                robust,
+                clear_align,
                 device,
                 push_descriptor,
                 queue_family: family,
@@ -347,6 +434,19 @@ impl Device {
     /// Whether device-local memory is host-visible, so staging copies are skipped.
     pub fn unified_memory(&self) -> bool {
         self.shared.unified_memory
+    }
+
+    /// Which robust buffer access the device enabled: [`RobustAccess::Robustness2`] where the
+    /// driver offers `VK_EXT_robustness2` (lavapipe and NVIDIA do), [`RobustAccess::Core`] where
+    /// it offers only core `robustBufferAccess`, [`RobustAccess::Off`] when turned off with
+    /// [`DeviceBuilder::robust_buffer_access`] or `VKASYNC_ROBUST=0`.
+    pub fn robust_access(&self) -> RobustAccess {
+        self.shared.robust
+    }
+
+    /// Whether any robust buffer access is on (see [`Device::robust_access`] for which).
+    pub fn robust_buffer_access(&self) -> bool {
+        self.shared.robust != RobustAccess::Off
     }
 
     /// The queue family in use.

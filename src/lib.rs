@@ -51,7 +51,7 @@ mod timestamps;
 
 pub use buffer::{Buffer, MemoryKind};
 pub use commands::{CommandList, Readback, Recorder};
-pub use device::{Device, DeviceBuilder, Limits, MemoryReport};
+pub use device::{Device, DeviceBuilder, Limits, MemoryReport, RobustAccess};
 pub use error::{Error, Result};
 pub use executor::{
     Ctx, Executor, ExecutorBuilder, FlushPolicy, JoinError, JoinHandle, Queue, QueueBuilder, Spawner, Stats, WaitPolicy,

@@ -15,6 +15,19 @@
 //! the encoder merge the copies of many jobs into one `vkCmdCopyBuffer` with many regions.
 //!
 //! Blocks are kept for reuse; [`crate::Device::trim`] frees the blocks with no chunk in use.
+//!
+//! # Chunk alignment and robust buffer access
+//! A chunk's neighbours in its block are other buffers, maybe other tasks'. With
+//! `robustBufferAccess2` (`VK_EXT_robustness2`, see [`crate::Device::robust_access`]) a kernel's
+//! accesses are checked against its descriptor's range, which is exactly the buffer's range,
+//! *rounded up* to `robustStorageBufferAccessSizeAlignment` (1 or 4 by the specification) or
+//! `robustUniformBufferAccessSizeAlignment` (a power of two of at most 256). Every chunk's offset
+//! and size is a multiple of [`CHUNK_ALIGN`] (256): size classes are powers of two of at least
+//! 256 bytes or multiples of 4 MiB, and chunks are laid out back to back from offset 0. So the
+//! rounded range always ends inside the buffer's own chunk and never reaches a neighbour; the
+//! device refuses to count on robustness2 if a driver reports a larger alignment. The bytes
+//! between the buffer's end and that rounded end belong to the chunk and are zeroed with the
+//! buffer (see [`crate::Buffer::new`]), so they show no earlier data either.
 
 use crate::buffer::MemoryKind;
 use crate::device::DeviceShared;
@@ -28,6 +41,8 @@ use std::sync::atomic::Ordering;
 /// Buffers up to this size are carved out of shared blocks.
 pub(crate) const MAX_CARVED: u64 = 4 << 20;
 const MIN_CLASS_LOG2: u32 = 8;
+/// Every chunk's offset and size is a multiple of this (see the module docs).
+pub(crate) const CHUNK_ALIGN: u64 = 1 << MIN_CLASS_LOG2;
 const BLOCK_SIZE: u64 = 16 << 20;
 
 /// One `VkBuffer` with its own memory.
@@ -142,12 +157,19 @@ pub(crate) struct Pool {
 
 impl Pool {
     /// The chunk size that serves `size` bytes: a power of two of at least 256 bytes up to
-    /// [`MAX_CARVED`], else a multiple of 4 MiB (a block of its own).
-    pub fn class_of(size: u64) -> u64 {
-        if size <= MAX_CARVED {
+    /// [`MAX_CARVED`], else a multiple of 4 MiB (a block of its own). Near `limit` (the largest
+    /// buffer), where that would not fit, the size rounded up to [`CHUNK_ALIGN`]. Always a
+    /// multiple of [`CHUNK_ALIGN`].
+    pub fn class_of(size: u64, limit: u64) -> u64 {
+        let class = if size <= MAX_CARVED {
             size.next_power_of_two().max(1 << MIN_CLASS_LOG2)
         } else {
             size.div_ceil(MAX_CARVED) * MAX_CARVED
+        };
+        if class > limit.max(size) {
+            size.next_multiple_of(CHUNK_ALIGN)
+        } else {
+            class
         }
     }
 
