@@ -11,6 +11,7 @@
 
 use crate::error::{map_alloc, map_oom, map_oom_and_lost, Error, Result};
 use crate::instance::{self, AdapterInfo, DeviceSelector, InstanceShared};
+use crate::spirv_caps::EnabledFeatures;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use std::mem::ManuallyDrop;
@@ -39,6 +40,10 @@ pub struct Limits {
     pub min_storage_buffer_offset_alignment: u64,
     /// `maxComputeSharedMemorySize`, in bytes.
     pub max_compute_shared_memory_size: u32,
+    /// `maxComputeWorkGroupSize`: the largest workgroup in each dimension.
+    pub max_compute_work_group_size: [u32; 3],
+    /// `maxComputeWorkGroupInvocations`: the most invocations in one workgroup.
+    pub max_compute_work_group_invocations: u32,
     /// Whether GPU timestamps can be written and reset from the host on the queue in use.
     pub timestamps: bool,
 }
@@ -165,6 +170,8 @@ pub(crate) struct DeviceShared {
     pub blocking_pool: Mutex<Option<crate::commands::CommandPool>>,
     next_id: AtomicU64,
     pub instance: ManuallyDrop<InstanceShared>,
+    /// The features that gate SPIR-V capabilities, as enabled at creation.
+    pub shader_features: EnabledFeatures,
 }
 
 impl Device {
@@ -208,7 +215,8 @@ impl Device {
         }
 
         let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
-        let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut maint3);
+        let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
+        let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut maint3).push_next(&mut subgroup);
         // SAFETY: as above; the device is 1.2+ (checked by the selector), so the chain is valid.
         unsafe { instance.get_physical_device_properties2(physical, &mut props2) };
         let props = props2.properties;
@@ -238,6 +246,8 @@ impl Device {
             timestamp_period_ns: props.limits.timestamp_period,
             min_storage_buffer_offset_alignment: props.limits.min_storage_buffer_offset_alignment,
             max_compute_shared_memory_size: props.limits.max_compute_shared_memory_size,
+            max_compute_work_group_size: props.limits.max_compute_work_group_size,
+            max_compute_work_group_invocations: props.limits.max_compute_work_group_invocations,
             timestamps: false,
         };
 
@@ -253,6 +263,10 @@ impl Device {
             .timeline_semaphore(true)
             .host_query_reset(host_query_reset)
             .buffer_device_address(false);
+        // No Vulkan 1.0 or 1.1 feature is enabled; these feed the SPIR-V capability check.
+        let core_features = vk::PhysicalDeviceFeatures::default();
+        let f11 = vk::PhysicalDeviceVulkan11Features::default();
+        let shader_features = EnabledFeatures::new(&core_features, &f11, &f12, &subgroup);
         let priorities = [1.0f32];
         let queue_info =
             [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
@@ -260,6 +274,7 @@ impl Device {
         let device_info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queue_info)
             .enabled_extension_names(&ext_names)
+            .enabled_features(&core_features)
             .push_next(&mut f12);
         // SAFETY: `device_info` and all it points to live across the call; the features asked
         // for were checked (timeline semaphores by the selector).
@@ -325,6 +340,7 @@ impl Device {
                 blocking_pool: Mutex::new(None),
                 next_id: AtomicU64::new(1),
                 instance: ManuallyDrop::new(inst),
+                shader_features,
             }),
         })
     }
