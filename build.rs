@@ -77,7 +77,7 @@ fn main() {
         writeln!(generated, "/// The kernel compiled from `{rel}`.").unwrap();
         writeln!(
             generated,
-            "pub const {ident}: crate::KernelSource = crate::KernelSource {{ name: {stem:?}, path: {rel:?}, spirv: &{words:?}, _validated: () }};\n"
+            "pub const {ident}: crate::KernelSource = crate::KernelSource {{ name: {stem:?}, path: {rel:?}, spirv: &{words:?} }};\n"
         )
         .unwrap();
         all.push(ident);

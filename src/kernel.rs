@@ -12,9 +12,10 @@ use bytemuck::Pod;
 use std::sync::Arc;
 
 /// SPIR-V compiled from `shaders/` at build time and checked there by the SPIR-V validator; see
-/// [`crate::kernels`]. Only `build.rs` makes these (a private field keeps others from doing so), so
-/// [`Kernel::new`] trusts them.
+/// [`crate::kernels`]. Only `build.rs` makes these (`#[non_exhaustive]` keeps other crates from
+/// doing so), so [`Kernel::new`] trusts them.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct KernelSource {
     /// The shader's file stem, e.g. `"mix"`.
     pub name: &'static str,
@@ -22,8 +23,6 @@ pub struct KernelSource {
     pub path: &'static str,
     /// The SPIR-V words.
     pub spirv: &'static [u32],
-    /// Proof that `build.rs` validated `spirv`.
-    pub(crate) _validated: (),
 }
 
 pub(crate) struct RawKernel {
@@ -73,7 +72,7 @@ impl Kernel {
     /// validator on it, so only the device checks of [`Kernel::from_words`] run here.
     pub fn new(device: &Device, source: &KernelSource) -> Result<Self> {
         // SAFETY: a `KernelSource` is only made by the code `build.rs` generates, after the SPIR-V
-        // validator accepted its words (a private field keeps anyone else from making one).
+        // validator accepted its words (`#[non_exhaustive]` keeps other crates from making one).
         unsafe { Self::from_words_unchecked(device, source.name, source.spirv) }
     }
 
