@@ -6,6 +6,13 @@
 //! - Each shader is recompiled only when its own text or the text of one of its includes changed:
 //!   the last build's SPIR-V is kept in `$OUT_DIR` next to a hash of every file it read.
 //! - A GLSL error fails the build with the shader's path, the line and the compiler's message.
+//! - Every module then goes through the SPIR-V validator of SPIRV-Tools (Vulkan 1.2 rules), cached
+//!   or not; a module it rejects fails the build with the shader's path. That is why
+//!   `Kernel::new` does not validate build-time kernels at run time.
+//! - The library links Debian's static `libSPIRV-Tools.a` (package `spirv-tools`) for run-time
+//!   validation (`src/spirv_val.rs`), and libstdc++ statically where `libstdc++.a` is found, so
+//!   binaries need only libc, libm and libgcc_s at run time. `SPIRV_TOOLS_LIB_DIR` overrides the
+//!   folder; Windows targets use `%VULKAN_SDK%/Lib`.
 
 use std::collections::hash_map::DefaultHasher;
 use std::fmt::Write as _;
@@ -20,6 +27,7 @@ fn main() {
     let include_dir = shader_dir.join("include");
     println!("cargo:rerun-if-changed=shaders");
     println!("cargo:rerun-if-changed=shaders/include");
+    link_spirv_tools();
 
     let mut shaders: Vec<PathBuf> = fs::read_dir(&shader_dir)
         .expect("shaders/ must exist")
@@ -57,6 +65,11 @@ fn main() {
                 }
             }
         };
+        if let Err(msg) = spirv_val::validate(&words) {
+            eprintln!("error: the SPIR-V compiled from {rel} is invalid:\n{msg}");
+            failed = true;
+            continue;
+        }
         for dep in deps_of(&stamp_path) {
             println!("cargo:rerun-if-changed={}", dep.display());
         }
@@ -147,4 +160,109 @@ fn cached(stamp_path: &Path, spv_path: &Path) -> Option<Vec<u32>> {
     }
     let bytes = fs::read(spv_path).ok()?;
     Some(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect())
+}
+
+/// Tells cargo to link SPIRV-Tools (and libstdc++, which it needs) into the library.
+fn link_spirv_tools() {
+    println!("cargo:rerun-if-env-changed=SPIRV_TOOLS_LIB_DIR");
+    println!("cargo:rerun-if-env-changed=VULKAN_SDK");
+    println!("cargo:rerun-if-env-changed=CXX");
+    let os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    let override_dir = env::var_os("SPIRV_TOOLS_LIB_DIR").map(PathBuf::from);
+    if os == "windows" {
+        // The Vulkan SDK ships SPIRV-Tools.lib. Not bundled, so `cargo check` needs no SDK.
+        match override_dir.or_else(|| env::var_os("VULKAN_SDK").map(|sdk| PathBuf::from(sdk).join("Lib"))) {
+            Some(dir) => println!("cargo:rustc-link-search=native={}", dir.display()),
+            None => println!(
+                "cargo:warning=neither SPIRV_TOOLS_LIB_DIR nor VULKAN_SDK is set: linking SPIRV-Tools.lib will fail"
+            ),
+        }
+        println!("cargo:rustc-link-lib=static:-bundle=SPIRV-Tools");
+        return;
+    }
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    let candidates: Vec<PathBuf> = match override_dir {
+        Some(dir) => vec![dir],
+        None => [format!("/usr/lib/{arch}-linux-gnu"), "/usr/lib64".into(), "/usr/lib".into(), "/usr/local/lib".into()]
+            .into_iter()
+            .map(PathBuf::from)
+            .collect(),
+    };
+    let Some(dir) = candidates.iter().find(|d| d.join("libSPIRV-Tools.a").is_file()) else {
+        eprintln!(
+            "error: libSPIRV-Tools.a not found in {candidates:?}. vkasync validates run-time SPIR-V with SPIRV-Tools: \
+             install the Debian/Ubuntu package `spirv-tools` (apt-get install spirv-tools), or set \
+             SPIRV_TOOLS_LIB_DIR to the folder that holds libSPIRV-Tools.a"
+        );
+        std::process::exit(1);
+    };
+    println!("cargo:rustc-link-search=native={}", dir.display());
+    println!("cargo:rustc-link-lib=static=SPIRV-Tools");
+    // libstdc++ statically where the compiler knows its archive, so that binaries copied to
+    // another machine do not need libstdc++.so.
+    let cxx = env::var("CXX").unwrap_or_else(|_| "g++".into());
+    let archive = std::process::Command::new(&cxx)
+        .arg("-print-file-name=libstdc++.a")
+        .output()
+        .ok()
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        .filter(|p| p.is_absolute() && p.is_file());
+    match archive.as_deref().and_then(Path::parent) {
+        Some(dir) => {
+            println!("cargo:rustc-link-search=native={}", dir.display());
+            println!("cargo:rustc-link-lib=static=stdc++");
+        }
+        None => {
+            println!("cargo:warning=libstdc++.a not found through `{cxx} -print-file-name`; linking libstdc++.so");
+            println!("cargo:rustc-link-lib=dylib=stdc++");
+        }
+    }
+}
+
+/// The SPIR-V validator, through the C API of the SPIRV-Tools that shaderc already links into this
+/// build script (see `.cargo/config.toml`).
+mod spirv_val {
+    use std::ffi::{c_char, c_int, c_void, CStr};
+
+    #[repr(C)]
+    struct Diagnostic {
+        position: [usize; 3],
+        error: *mut c_char,
+        is_text_source: bool,
+    }
+
+    extern "C" {
+        fn spvContextCreate(env: c_int) -> *mut c_void;
+        fn spvContextDestroy(context: *mut c_void);
+        fn spvValidateBinary(context: *const c_void, words: *const u32, n: usize, d: *mut *mut Diagnostic) -> c_int;
+        fn spvDiagnosticDestroy(diagnostic: *mut Diagnostic);
+    }
+
+    /// `spvValidateBinary` with `SPV_ENV_VULKAN_1_2` (23); the validator's message on failure.
+    pub fn validate(words: &[u32]) -> Result<(), String> {
+        // SAFETY: no preconditions; null is checked.
+        let context = unsafe { spvContextCreate(23) };
+        if context.is_null() {
+            return Err("the SPIR-V validator could not start".into());
+        }
+        let mut diagnostic: *mut Diagnostic = std::ptr::null_mut();
+        // SAFETY: live context, valid slice, valid out-pointer.
+        let result = unsafe { spvValidateBinary(context, words.as_ptr(), words.len(), &mut diagnostic) };
+        let message = if result == 0 {
+            None
+        } else if diagnostic.is_null() || unsafe { (*diagnostic).error.is_null() } {
+            Some(format!("spirv-val failed with code {result}"))
+        } else {
+            // SAFETY: a non-null diagnostic with a non-null, NUL-terminated error string.
+            let d = unsafe { &*diagnostic };
+            let text = unsafe { CStr::from_ptr(d.error) }.to_string_lossy();
+            Some(format!("spirv-val: {} (word {})", text.trim(), d.position[2]))
+        };
+        // SAFETY: both were made above and are freed once; null diagnostics are allowed.
+        unsafe {
+            spvDiagnosticDestroy(diagnostic);
+            spvContextDestroy(context);
+        }
+        message.map_or(Ok(()), Err)
+    }
 }

@@ -11,6 +11,7 @@
 
 use crate::error::{map_alloc, map_oom, map_oom_and_lost, Error, Result};
 use crate::instance::{self, AdapterInfo, DeviceSelector, InstanceShared};
+use crate::spirv_caps::EnabledFeatures;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use std::mem::ManuallyDrop;
@@ -43,6 +44,10 @@ pub struct Limits {
     pub min_storage_buffer_offset_alignment: u64,
     /// `maxComputeSharedMemorySize`, in bytes.
     pub max_compute_shared_memory_size: u32,
+    /// `maxComputeWorkGroupSize`: the largest workgroup in each dimension.
+    pub max_compute_work_group_size: [u32; 3],
+    /// `maxComputeWorkGroupInvocations`: the most invocations in one workgroup.
+    pub max_compute_work_group_invocations: u32,
     /// Whether GPU timestamps can be written and reset from the host on the queue in use.
     pub timestamps: bool,
 }
@@ -211,6 +216,8 @@ pub(crate) struct DeviceShared {
     pub blocking_pool: Mutex<Option<crate::commands::CommandPool>>,
     next_id: AtomicU64,
     pub instance: ManuallyDrop<InstanceShared>,
+    /// The features that gate SPIR-V capabilities, as enabled at creation.
+    pub shader_features: EnabledFeatures,
 }
 
 impl Device {
@@ -258,7 +265,8 @@ impl Device {
 
         let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
         let mut robust2_props = vk::PhysicalDeviceRobustness2PropertiesEXT::default();
-        let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut maint3);
+        let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
+        let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut maint3).push_next(&mut subgroup);
         if has_robustness2 {
             props2 = props2.push_next(&mut robust2_props);
         }
@@ -293,6 +301,8 @@ impl Device {
             timestamp_period_ns: props.limits.timestamp_period,
             min_storage_buffer_offset_alignment: props.limits.min_storage_buffer_offset_alignment,
             max_compute_shared_memory_size: props.limits.max_compute_shared_memory_size,
+            max_compute_work_group_size: props.limits.max_compute_work_group_size,
+            max_compute_work_group_invocations: props.limits.max_compute_work_group_invocations,
             timestamps: false,
         };
 
@@ -333,11 +343,15 @@ impl Device {
             .timeline_semaphore(true)
             .host_query_reset(host_query_reset)
             .buffer_device_address(false);
+        // Of the Vulkan 1.0 features only robust buffer access is enabled, and no 1.1 feature;
+        // these feed the SPIR-V capability check.
+        let enabled = vk::PhysicalDeviceFeatures::default().robust_buffer_access(robust != RobustAccess::Off);
+        let f11 = vk::PhysicalDeviceVulkan11Features::default();
+        let shader_features = EnabledFeatures::new(&enabled, &f11, &f12, &subgroup);
         let priorities = [1.0f32];
         let queue_info =
             [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
         let mut ext_names = vec![ash::khr::push_descriptor::NAME.as_ptr()];
-        let enabled = vk::PhysicalDeviceFeatures::default().robust_buffer_access(robust != RobustAccess::Off);
         let mut robust2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default().robust_buffer_access2(true);
         let mut device_info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queue_info)
@@ -417,6 +431,7 @@ impl Device {
                 blocking_pool: Mutex::new(None),
                 next_id: AtomicU64::new(1),
                 instance: ManuallyDrop::new(inst),
+                shader_features,
             }),
         })
     }

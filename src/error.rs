@@ -114,6 +114,30 @@ pub enum Error {
     /// SPIR-V that could not be used: bad magic, truncated, no compute entry point, ...
     #[error("invalid SPIR-V: {0}")]
     InvalidSpirv(String),
+    /// The kernel declares a SPIR-V capability (or extension) that the device does not support or
+    /// that vkasync did not enable when it created the device.
+    #[error("kernel {kernel:?} declares {capability}, which needs {requires}")]
+    UnsupportedCapability {
+        /// The kernel's name.
+        kernel: String,
+        /// The capability's SPIR-V name (e.g. `"Int64"`), or `"extension NAME"`.
+        capability: String,
+        /// What it would need.
+        requires: String,
+    },
+    /// The kernel's workgroup size is zero somewhere or exceeds `maxComputeWorkGroupSize` or
+    /// `maxComputeWorkGroupInvocations`.
+    #[error("kernel {kernel:?} has workgroup size {size:?}; the device allows at most {max_size:?} and {max_invocations} invocations")]
+    WorkgroupSize {
+        /// The kernel's name.
+        kernel: String,
+        /// Its workgroup size.
+        size: [u32; 3],
+        /// `maxComputeWorkGroupSize`.
+        max_size: [u32; 3],
+        /// `maxComputeWorkGroupInvocations`.
+        max_invocations: u32,
+    },
     /// The buffer was used in a way its kind does not allow (e.g. mapping device-only memory).
     #[error("buffer misuse: {0}")]
     BufferUsage(String),

@@ -11,8 +11,11 @@ use ash::vk;
 use bytemuck::Pod;
 use std::sync::Arc;
 
-/// SPIR-V compiled from `shaders/` at build time; see [`crate::kernels`].
+/// SPIR-V compiled from `shaders/` at build time and checked there by the SPIR-V validator; see
+/// [`crate::kernels`]. Only `build.rs` makes these (`#[non_exhaustive]` keeps other crates from
+/// doing so), so [`Kernel::new`] trusts them.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct KernelSource {
     /// The shader's file stem, e.g. `"mix"`.
     pub name: &'static str,
@@ -65,21 +68,60 @@ impl std::fmt::Debug for Kernel {
 }
 
 impl Kernel {
-    /// Creates the pipeline for a kernel compiled at build time.
+    /// Creates the pipeline for a kernel compiled at build time. `build.rs` already ran the SPIR-V
+    /// validator on it, so only the device checks of [`Kernel::from_words`] run here.
     pub fn new(device: &Device, source: &KernelSource) -> Result<Self> {
-        Self::from_words(device, source.name, source.spirv)
+        // SAFETY: a `KernelSource` is only made by the code `build.rs` generates, after the SPIR-V
+        // validator accepted its words (`#[non_exhaustive]` keeps other crates from making one).
+        unsafe { Self::from_words_unchecked(device, source.name, source.spirv) }
     }
 
-    /// Creates a pipeline from SPIR-V bytes supplied at run time (e.g. read from a `.spv` file).
-    /// Bytes that are not a usable compute module give [`Error::InvalidSpirv`].
+    /// Creates a pipeline from SPIR-V bytes supplied at run time (e.g. read from a `.spv` file),
+    /// little- or big-endian. Validated like [`Kernel::from_words`].
     pub fn from_spirv(device: &Device, name: &str, bytes: &[u8]) -> Result<Self> {
         let words = spirv::words_from_bytes(bytes)?;
         Self::from_words(device, name, &words)
     }
 
-    /// Creates a pipeline from SPIR-V words.
+    /// Creates a pipeline from SPIR-V words supplied at run time.
+    ///
+    /// Before any driver call, the whole module goes through the SPIR-V validator of SPIRV-Tools
+    /// (Vulkan 1.2 rules); then its capabilities, extensions and workgroup size are checked
+    /// against the device. Errors:
+    /// - [`Error::InvalidSpirv`]: not a valid module (the validator's message says why), or not a
+    ///   compute kernel vkasync can bind (e.g. images, descriptor sets other than 0);
+    /// - [`Error::UnsupportedCapability`]: an `OpCapability` (or `OpExtension`) that needs a feature
+    ///   vkasync did not enable (e.g. `Int64`);
+    /// - [`Error::WorkgroupSize`]: a workgroup larger than the device allows;
+    /// - [`Error::PushConstants`]: a push-constant block larger than the device allows.
+    ///
+    /// Validation costs tens of microseconds for a small kernel (see README); for trusted words
+    /// that were validated before, [`Kernel::from_words_unchecked`] skips it.
     pub fn from_words(device: &Device, name: &str, words: &[u32]) -> Result<Self> {
-        let reflection = spirv::reflect(words)?;
+        crate::spirv_val::validate(words)?;
+        // SAFETY: the validator accepted the module just above.
+        unsafe { Self::from_words_unchecked(device, name, words) }
+    }
+
+    /// Creates a pipeline from SPIR-V words without running the SPIR-V validator. The device
+    /// checks of [`Kernel::from_words`] (capabilities, workgroup size, push constants, bindings)
+    /// still run.
+    ///
+    /// # Safety
+    /// `words` must be a module that the SPIR-V validator of SPIRV-Tools accepts for Vulkan 1.2
+    /// (`spirv-val --target-env vulkan1.2`). Drivers and the validation layer assume valid SPIR-V:
+    /// an invalid module can crash the process inside `vkCreateShaderModule` or
+    /// `vkCreateComputePipelines`.
+    pub unsafe fn from_words_unchecked(device: &Device, name: &str, words: &[u32]) -> Result<Self> {
+        let mut reflection = spirv::reflect(words)?;
+        let limits = device.limits();
+        reflection.local_size = crate::spirv_caps::check(
+            name,
+            words,
+            &device.shared.shader_features,
+            limits.max_compute_work_group_size,
+            limits.max_compute_work_group_invocations,
+        )?;
         let limits = device.limits();
         if reflection.push_constant_size > limits.max_push_constants_size {
             return Err(Error::PushConstants {
@@ -88,6 +130,14 @@ impl Kernel {
                     "the block is {} bytes but the device allows {}",
                     reflection.push_constant_size, limits.max_push_constants_size
                 ),
+            });
+        }
+        // Push descriptors allow at least 32 descriptors per set (`maxPushDescriptors`); binding
+        // numbers below 32 keep within that, and keep drivers from sizing tables by a huge number.
+        if let Some(b) = reflection.bindings.iter().find(|b| b.binding >= 32) {
+            return Err(Error::BindingMismatch {
+                kernel: name.into(),
+                reason: format!("binding {} is too large; vkasync supports bindings 0 to 31", b.binding),
             });
         }
         device.shared.check_lost()?;
@@ -129,8 +179,8 @@ impl Kernel {
         guard.layout =
             unsafe { d.create_pipeline_layout(&layout_info, None) }.map_err(map_oom("vkCreatePipelineLayout"))?;
         let module_info = vk::ShaderModuleCreateInfo::default().code(words);
-        // SAFETY: `words` is a SPIR-V module whose header and instruction stream were checked by
-        // `reflect`.
+        // SAFETY: `words` is a valid SPIR-V module (the caller's contract) whose capabilities,
+        // extensions and workgroup size fit the device (checked above).
         guard.module = unsafe { d.create_shader_module(&module_info, None) }.map_err(|e| match e {
             vk::Result::ERROR_INVALID_SHADER_NV => Error::InvalidSpirv("rejected by the driver".into()),
             e => map_oom("vkCreateShaderModule")(e),

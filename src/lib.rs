@@ -47,6 +47,8 @@ mod instance;
 mod kernel;
 mod pool;
 mod spirv;
+mod spirv_caps;
+mod spirv_val;
 mod timestamps;
 
 pub use buffer::{Buffer, MemoryKind};
