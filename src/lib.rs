@@ -31,7 +31,9 @@
 //! exec.run();
 //! let (a, b) = (a.join().unwrap()?, b.join().unwrap()?);
 //! let stats = exec.stats();
-//! assert_eq!((stats.await_points, stats.submits, stats.host_waits), (2, 1, 1));
+//! // Group commit (the default) submits the first waited-for work at once, so two tasks take
+//! // one or two submits; `FlushPolicy::WhenIdle` puts both in one.
+//! assert!(stats.submits <= 2 && stats.host_waits <= 2);
 //! # Ok::<(), vkasync::Error>(())
 //! ```
 #![warn(missing_docs, missing_debug_implementations, clippy::undocumented_unsafe_blocks)]
@@ -56,7 +58,8 @@ pub use commands::{CommandList, Readback, Recorder};
 pub use device::{Device, DeviceBuilder, Limits, MemoryReport, RobustAccess};
 pub use error::{Error, Result};
 pub use executor::{
-    Ctx, Executor, ExecutorBuilder, FlushPolicy, JoinError, JoinHandle, Queue, QueueBuilder, Spawner, Stats, WaitPolicy,
+    Ctx, Executor, ExecutorBuilder, FlushPolicy, JoinError, JoinHandle, Queue, QueueBuilder, Spawner, Stats,
+    WaitPolicy, DEFAULT_SPIN_BOUND,
 };
 pub use instance::{adapters, AdapterInfo, DeviceSelector, DeviceType, QueueFamilyInfo};
 pub use kernel::{Arg, Kernel, KernelSource};

@@ -632,7 +632,7 @@ fn async_functions_run_as_concurrent_tasks_with_one_submit() {
     use sha2::Digest;
     let device = common::device();
     let crypto = vkasync::crypto::Crypto::new(&device).unwrap();
-    let exec = vkasync::Executor::new(&device).unwrap();
+    let exec = vkasync::Executor::builder(&device).flush_policy(vkasync::FlushPolicy::WhenIdle).build().unwrap();
     let key = [0x42u8; 32];
     let iv = [0xfeu8; 16];
     let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7) as u8).collect();

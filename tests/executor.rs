@@ -25,9 +25,9 @@ fn setup() -> (Device, Kernel) {
 }
 
 #[test]
-fn two_tasks_share_one_submit_and_one_wait() {
+fn two_tasks_share_one_submit_and_one_wait_when_submitting_only_when_idle() {
     let (device, mix) = setup();
-    let exec = Executor::new(&device).unwrap();
+    let exec = Executor::builder(&device).flush_policy(FlushPolicy::WhenIdle).build().unwrap();
     let a = exec.spawn(mix_task(exec.context(), mix.clone(), 1, 1000, 5));
     let b = exec.spawn(mix_task(exec.context(), mix.clone(), 2, 333, 7));
     exec.run();
@@ -41,10 +41,10 @@ fn two_tasks_share_one_submit_and_one_wait() {
 }
 
 #[test]
-fn a_thousand_tasks_share_one_submit_and_one_wait() {
+fn a_thousand_tasks_share_one_submit_and_one_wait_when_submitting_only_when_idle() {
     let (device, mix) = setup();
     for policy in [WaitPolicy::All, WaitPolicy::Oldest] {
-        let exec = Executor::builder(&device).wait_policy(policy).build().unwrap();
+        let exec = Executor::builder(&device).wait_policy(policy).flush_policy(FlushPolicy::WhenIdle).build().unwrap();
         let handles: Vec<_> =
             (0..1000u32).map(|t| exec.spawn(mix_task(exec.context(), mix.clone(), t, 64, 3))).collect();
         exec.run();
@@ -99,7 +99,7 @@ fn barriers_do_not_grow_with_tasks_when_each_does_copy_dispatch_copy() {
     drop(warm);
     let mut counts = Vec::new();
     for tasks in [1u32, 10, 200] {
-        let exec = Executor::new(&device).unwrap();
+        let exec = Executor::builder(&device).flush_policy(FlushPolicy::WhenIdle).build().unwrap();
         let handles: Vec<_> = (0..tasks)
             .map(|t| {
                 let (ctx, mix) = (exec.context(), mix.clone());
@@ -295,7 +295,8 @@ fn an_optional_timeout_reaches_the_waiting_task_and_work_still_completes() {
 fn device_loss_at_submit_reaches_every_waiting_task() {
     let _w = Watchdog::new(std::time::Duration::from_secs(60));
     let (device, mix) = setup();
-    let exec = Executor::new(&device).unwrap();
+    // Submitting only when idle, so that the loss comes between recording and the submit.
+    let exec = Executor::builder(&device).flush_policy(FlushPolicy::WhenIdle).build().unwrap();
     let waiters: Vec<_> = (0..3).map(|t| exec.spawn(mix_task(exec.context(), mix.clone(), t, 64, 1))).collect();
     let dev = device.clone();
     // Runs after the waiters recorded and suspended, before the idle flush.
@@ -383,7 +384,11 @@ fn a_long_recording_phase_is_flushed_at_the_bound() {
 #[test]
 fn a_spin_before_waiting_can_replace_the_blocking_wait() {
     let (device, mix) = setup();
-    let exec = Executor::builder(&device).spin_before_wait(std::time::Duration::from_secs(5)).build().unwrap();
+    let exec = Executor::builder(&device)
+        .spin_before_wait(std::time::Duration::from_secs(5))
+        .flush_policy(FlushPolicy::WhenIdle)
+        .build()
+        .unwrap();
     let a = exec.spawn(mix_task(exec.context(), mix.clone(), 1, 100, 2));
     let b = exec.spawn(mix_task(exec.context(), mix.clone(), 2, 100, 2));
     exec.run();

@@ -134,7 +134,7 @@ fn a_buffer_of_bytes_whose_size_is_not_a_multiple_of_four_reads_as_zeros() {
 fn a_buffer_reusing_an_earlier_tasks_memory_reads_as_zeros_inside_executor_tasks() {
     let device = device();
     let mix = Kernel::new(&device, &kernels::MIX).unwrap();
-    let exec = Executor::new(&device).unwrap();
+    let exec = Executor::builder(&device).flush_policy(vkasync::FlushPolicy::WhenIdle).build().unwrap();
     for kind in KINDS {
         for n in SIZES {
             // Task 1 leaves its data in the pool.
@@ -180,7 +180,7 @@ fn a_buffer_reusing_an_earlier_tasks_memory_reads_as_zeros_inside_executor_tasks
 fn many_new_buffers_in_one_flush_all_read_as_zeros() {
     let device = device();
     let mix = Kernel::new(&device, &kernels::MIX).unwrap();
-    let exec = Executor::new(&device).unwrap();
+    let exec = Executor::builder(&device).flush_policy(vkasync::FlushPolicy::WhenIdle).build().unwrap();
     let n = 300;
     // Fill many chunks of one class with data, then free them all.
     let olds: Vec<Buffer<u32>> = (0..64).map(|_| Buffer::new(&device, n, MemoryKind::Device).unwrap()).collect();
@@ -218,7 +218,7 @@ fn many_new_buffers_in_one_flush_all_read_as_zeros() {
 /// Runs `tasks` tasks of `n` elements on a new executor; each makes a buffer (cleared or not),
 /// optionally uploads all of it, runs `mix` and reads it back. Returns the barriers recorded.
 fn barriers_for(device: &Device, mix: &Kernel, tasks: usize, n: usize, zeroed: bool, upload: bool) -> u64 {
-    let exec = Executor::new(device).unwrap();
+    let exec = Executor::builder(device).flush_policy(vkasync::FlushPolicy::WhenIdle).build().unwrap();
     let handles: Vec<_> = (0..tasks)
         .map(|t| {
             let (ctx, m, d) = (exec.context(), mix.clone(), device.clone());

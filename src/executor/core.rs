@@ -809,8 +809,17 @@ impl<B: Backend> Future for SyncFuture<B> {
                     // completion the driver saw, not by a fresh read of the counter: under
                     // load from many threads a fresh read finds each tiny submission done at
                     // once and turns every await into a submit.
+                    //
+                    // A running executor's thread is the only one recording, so there it does
+                    // read the counter: finding the previous batch done, it submits what
+                    // gathered at once and keeps the GPU busy while it records more.
                     let mut wakers = Vec::new();
-                    if st.submitted <= st.completed {
+                    let idle = if core.executor_running() {
+                        core.gpu_idle(&mut st, &mut wakers)
+                    } else {
+                        st.submitted <= st.completed
+                    };
+                    if idle {
                         core.flush_locked(&mut st, &mut wakers);
                     } else if st.waiting.is_none() {
                         core.notify_driver();

@@ -88,7 +88,7 @@ impl Queue {
             policy: WaitPolicy::All,
             timeout: None,
             max_pending: 4096,
-            spin: Duration::from_micros(200),
+            spin: super::DEFAULT_SPIN_BOUND,
             adaptive: true,
             memory_bound: None,
         }
