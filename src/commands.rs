@@ -101,6 +101,53 @@ pub(crate) struct Recording {
     submitted: bool,
 }
 
+/// An upload whose data already sits in its own staging buffer (see [`stage_upload`]).
+pub(crate) struct StagedUpload {
+    staging: Arc<RawBuffer>,
+    dst: Arc<RawBuffer>,
+    region: vk::BufferCopy,
+}
+
+/// Checks an upload and, when `dst` is not written by the host directly (device-local memory
+/// on a discrete GPU), copies `data` into a new staging buffer of its own. This needs no
+/// recording and no lock: concurrent jobs stage their uploads in parallel and take a queue's
+/// lock only to record the copy. `None`: `dst` may be written directly; record the upload as
+/// usual ([`Recording::upload`] decides under the lock whether the GPU still uses it).
+pub(crate) fn stage_upload<T: Pod>(
+    device: &Device,
+    dst: &Buffer<T>,
+    offset: usize,
+    data: &[T],
+) -> Result<Option<StagedUpload>> {
+    if !Arc::ptr_eq(&device.shared, &dst.raw.device.shared) {
+        return Err(Error::InvalidArgument("buffer belongs to another device".into()));
+    }
+    if data.is_empty() {
+        return Err(Error::ZeroSize("upload"));
+    }
+    if offset.checked_add(data.len()).is_none_or(|end| end > dst.len()) {
+        return Err(Error::SizeMismatch {
+            what: "upload past the end of the buffer",
+            expected: dst.len() as u64,
+            got: offset.saturating_add(data.len()) as u64,
+        });
+    }
+    if host_writable(&dst.raw) {
+        return Ok(None);
+    }
+    let bytes: &[u8] = bytemuck::cast_slice(data);
+    let byte_offset = (offset * std::mem::size_of::<T>()) as u64;
+    // Written completely right below: no clear needed.
+    let staging = RawBuffer::new(device, bytes.len() as u64, MemoryKind::Upload, false)?;
+    staging.write_bytes(0, bytes)?;
+    let region = vk::BufferCopy {
+        src_offset: staging.offset,
+        dst_offset: dst.raw.offset + byte_offset,
+        size: bytes.len() as u64,
+    };
+    Ok(Some(StagedUpload { staging, dst: dst.raw.clone(), region }))
+}
+
 /// Copies of one phase between one pair of `VkBuffer`s, merged into one command.
 type CopyGroup = ((vk::Buffer, vk::Buffer), SmallVec<[vk::BufferCopy; 4]>);
 
@@ -228,6 +275,11 @@ impl Recording {
             dst: dst.raw.clone(),
         });
         Ok(())
+    }
+
+    /// Records the copy of an upload staged by [`stage_upload`].
+    pub(crate) fn push_staged_upload(&mut self, staged: StagedUpload) {
+        self.push(Op::Copy { region: staged.region, src: staged.staging, dst: staged.dst });
     }
 
     /// Copies `len` elements from `src[src_offset..]` to `dst[dst_offset..]`.

@@ -659,7 +659,8 @@ fn async_functions_run_as_concurrent_tasks_with_one_submit() {
         assert_eq!(m[..], h.finalize().into_bytes()[..]);
     }
     let s = exec.stats();
-    assert_eq!((s.await_points, s.submits, s.host_waits), (3, 1, 1), "{s}");
+    assert_eq!((s.await_points, s.submits), (3, 1), "{s}");
+    assert!(s.host_waits <= 1, "{s}");
     drop((exec, crypto));
     common::finish(device);
 }

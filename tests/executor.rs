@@ -34,7 +34,9 @@ fn two_tasks_share_one_submit_and_one_wait_when_submitting_only_when_idle() {
     assert_eq!(a.join().unwrap().unwrap(), expected(1, 1000, 5));
     assert_eq!(b.join().unwrap().unwrap(), expected(2, 333, 7));
     let s = exec.stats();
-    assert_eq!((s.await_points, s.submits, s.host_waits, s.flushes), (2, 1, 1, 1), "{s}");
+    // One submit; at most one host wait (none when the adaptive spin saw the work finish).
+    assert_eq!((s.await_points, s.submits, s.flushes), (2, 1, 1), "{s}");
+    assert!(s.host_waits <= 1, "{s}");
     assert_eq!((s.tasks_spawned, s.tasks_completed), (2, 2));
     drop((exec, mix));
     finish(device);
@@ -52,7 +54,8 @@ fn a_thousand_tasks_share_one_submit_and_one_wait_when_submitting_only_when_idle
             assert_eq!(h.join().unwrap().unwrap(), expected(t as u32, 64, 3));
         }
         let s = exec.stats();
-        assert_eq!((s.await_points, s.submits, s.host_waits), (1000, 1, 1), "{s}");
+        assert_eq!((s.await_points, s.submits), (1000, 1), "{s}");
+        assert!(s.host_waits <= 1, "{s}");
         // upload (direct on unified memory, or a copy) -> dispatch -> read-back: the barriers do
         // not grow with the number of tasks.
         assert!(s.barriers <= 4, "{s}");

@@ -70,11 +70,18 @@ impl Ctx {
 
     /// Uploads `data` into the start of `dst`.
     pub fn upload<T: Pod>(&self, dst: &Buffer<T>, data: &[T]) -> Result<()> {
-        self.record(|r| r.upload(dst, 0, data))
+        self.upload_at(dst, 0, data)
     }
 
     /// Uploads `data` into `dst` starting at element `offset`.
     pub fn upload_at<T: Pod>(&self, dst: &Buffer<T>, offset: usize, data: &[T]) -> Result<()> {
+        // Staging (allocation and host copy) happens before the queue's lock is taken.
+        if let Some(staged) = crate::commands::stage_upload(&self.device, dst, offset, data)? {
+            return self.record(|r| {
+                r.push_staged_upload(staged);
+                Ok(())
+            });
+        }
         self.record(|r| r.upload(dst, offset, data))
     }
 

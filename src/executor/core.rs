@@ -550,6 +550,9 @@ impl<B: Backend> QueueCore<B> {
         {
             let mut st = self.lock();
             st.estimate.record(took);
+            // Read through the backend too, so that what completed is retired (its buffers
+            // freed) now, as after a blocking wait.
+            let c = st.backend.completed().map_or(c, |b| b.max(c));
             self.complete_upto(&mut st, c, &mut wakers);
         }
         let fired = !wakers.is_empty();
