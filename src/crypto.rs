@@ -120,6 +120,8 @@ pub struct Crypto {
     /// Most bytes of one buffer made by the `prepare_*` functions (a multiple of 16): longer
     /// AES data or message batches are split over several buffers.
     chunk_bytes: usize,
+    /// Blocks of one message that one SHA-256 / HMAC dispatch compresses at most.
+    sha256_window: u32,
 }
 
 /// The AES-CTR pipeline and how to drive it.
@@ -182,6 +184,7 @@ impl Crypto {
             hmac: Kernel::new(device, &kernels::HMAC_SHA256_BATCH)?,
             max_groups,
             chunk_bytes: chunk_limit(device),
+            sha256_window: host::SHA256_WINDOW_BLOCKS,
         })
     }
 
@@ -222,6 +225,15 @@ impl Crypto {
     #[doc(hidden)]
     pub fn with_chunk_bytes(mut self, bytes: usize) -> Self {
         self.chunk_bytes = (bytes / 16 * 16).clamp(16, chunk_limit(&self.device));
+        self
+    }
+
+    /// For tests: hash at most `blocks` blocks of each message per dispatch (at least 1; the
+    /// default is [`host::SHA256_WINDOW_BLOCKS`]), so that the windows of long messages can be
+    /// exercised with short ones.
+    #[doc(hidden)]
+    pub fn with_sha256_blocks_per_dispatch(mut self, blocks: u32) -> Self {
+        self.sha256_window = blocks.clamp(1, host::SHA256_WINDOW_BLOCKS);
         self
     }
 
@@ -308,8 +320,8 @@ impl Crypto {
         let args = [Arg::storage(messages), Arg::storage(&index.buffer), Arg::storage(digests)];
         // One pass per window of blocks (see `host::SHA256_WINDOW_BLOCKS`); the recording
         // orders each pass after the previous one (it writes the digests the next reads).
-        for begin in host::block_windows(index.max_len) {
-            let mut push = [n, 0, begin, host::SHA256_WINDOW_BLOCKS];
+        for begin in host::block_windows(index.max_len, self.sha256_window) {
+            let mut push = [n, 0, begin, self.sha256_window];
             self.dispatch_split(rec, &self.sha256, n, host::LOCAL_SIZE, &args, &mut push, 1)?;
         }
         Ok(())
@@ -327,11 +339,11 @@ impl Crypto {
     ) -> Result<()> {
         let n = check_batch(messages, index, digests)?;
         let args = [Arg::storage(messages), Arg::storage(&index.buffer), Arg::storage(digests)];
-        for begin in host::block_windows(index.max_len) {
+        for begin in host::block_windows(index.max_len, self.sha256_window) {
             let mut push = [0u32; 20];
             push[0] = n;
             push[2] = begin;
-            push[3] = host::SHA256_WINDOW_BLOCKS;
+            push[3] = self.sha256_window;
             push[4..12].copy_from_slice(&key.inner);
             push[12..20].copy_from_slice(&key.outer);
             self.dispatch_split(rec, &self.hmac, n, host::LOCAL_SIZE, &args, &mut push, 1)?;

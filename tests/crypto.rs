@@ -117,6 +117,33 @@ fn message() -> impl Strategy<Value = Vec<u8>> {
 // ---------------------------------------------------------------------- the kernels as documented
 
 #[test]
+fn hashing_one_message_over_several_dispatches_gives_identical_results() {
+    let device = device();
+    let crypto = Crypto::new(&device).unwrap();
+    // Lengths around the padding boundary (55/56) and the block boundary, up to ten blocks, so
+    // that messages end inside, at the start and at the end of a window, and one window
+    // finishes a short message while a long one goes on. tests/long_messages.rs does the same
+    // at the real window size.
+    let mut msgs: Vec<Vec<u8>> = (0..=9usize)
+        .flat_map(|blocks| EDGE_LENGTHS.map(|n| blocks * 64 + n))
+        .map(|len| (0..len).map(|i| (i * 31 + len + i / 97) as u8).collect())
+        .collect();
+    msgs.push(vec![0x5a; 1000]);
+    let whole = crypto.sha256_many_blocking(&msgs).unwrap();
+    assert_eq!(whole, msgs.iter().map(|m| cpu_sha256(m)).collect::<Vec<_>>());
+    let macs = crypto.hmac_sha256_many_blocking(b"k", &msgs).unwrap();
+    assert_eq!(macs, msgs.iter().map(|m| cpu_hmac(b"k", m)).collect::<Vec<_>>());
+    // 0 is taken as 1 block per dispatch; the 1,000-byte message needs 16 blocks.
+    for blocks in [0, 1, 2, 3, 7] {
+        let windows = crypto.clone().with_sha256_blocks_per_dispatch(blocks);
+        assert_eq!(windows.sha256_many_blocking(&msgs).unwrap(), whole, "SHA-256, {blocks} blocks per dispatch");
+        assert_eq!(windows.hmac_sha256_many_blocking(b"k", &msgs).unwrap(), macs, "HMAC, {blocks} blocks per dispatch");
+    }
+    drop(crypto);
+    finish(device);
+}
+
+#[test]
 fn kernels_have_the_documented_interfaces() {
     let device = device();
     let aes = Kernel::new(&device, &kernels::AES_CTR).unwrap();

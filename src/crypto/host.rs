@@ -19,11 +19,13 @@ pub fn sha256_blocks(len: usize) -> u64 {
     (len as u64 >> 6) + (((len as u64 & 63) + 72) >> 6)
 }
 
-/// The first block of each window a batch whose longest message has `max_len` bytes needs
-/// (one window, starting at 0, for messages up to a little under 1 MiB).
-pub fn block_windows(max_len: usize) -> impl Iterator<Item = u32> {
+/// The first block of each window of `window` blocks that a batch whose longest message has
+/// `max_len` bytes needs (with the default window, one, starting at 0, for messages up to a
+/// little under 1 MiB).
+pub fn block_windows(max_len: usize, window: u32) -> impl Iterator<Item = u32> {
     let blocks = sha256_blocks(max_len);
-    (0..blocks.div_ceil(SHA256_WINDOW_BLOCKS as u64)).map(|w| (w * SHA256_WINDOW_BLOCKS as u64) as u32)
+    let window = window.max(1) as u64;
+    (0..blocks.div_ceil(window)).map(move |w| (w * window) as u32)
 }
 
 /// Work-group size of all three shaders (`local_size_x`).
