@@ -148,6 +148,20 @@ pub(crate) fn stage_upload<T: Pod>(
     Ok(Some(StagedUpload { staging, dst: dst.raw.clone(), region }))
 }
 
+/// For a read-back of `src` that goes through a copy (memory the host does not read in place),
+/// allocates the read-back buffer, without recording and without a queue's lock; `None` when
+/// the host reads `src` in place.
+pub(crate) fn stage_read_back<T: Pod>(device: &Device, src: &Buffer<T>) -> Result<Option<Arc<RawBuffer>>> {
+    if !Arc::ptr_eq(&device.shared, &src.raw.device.shared) {
+        return Err(Error::InvalidArgument("buffer belongs to another device".into()));
+    }
+    if host_readable(&src.raw) {
+        return Ok(None);
+    }
+    // Overwritten completely by the copy, and only that range is read: no clear needed.
+    RawBuffer::new(device, src.raw.size, MemoryKind::Readback, false).map(Some)
+}
+
 /// Copies of one phase between one pair of `VkBuffer`s, merged into one command.
 type CopyGroup = ((vk::Buffer, vk::Buffer), SmallVec<[vk::BufferCopy; 4]>);
 
@@ -395,12 +409,19 @@ impl Recording {
         }
         // Overwritten completely by the copy, and only that range is read: no clear needed.
         let staging = RawBuffer::new(&self.device, src.raw.size, MemoryKind::Readback, false)?;
+        Ok(self.push_read_back(src, staging))
+    }
+
+    /// Records the copy of `src` into `staging` (a read-back buffer of `src`'s size, made by
+    /// the caller, possibly before taking a queue's lock) and returns its [`Readback`].
+    pub(crate) fn push_read_back<T: Pod>(&mut self, src: &Buffer<T>, staging: Arc<RawBuffer>) -> Readback<T> {
+        self.host_read = true;
         self.push(Op::Copy {
             src: src.raw.clone(),
             dst: staging.clone(),
             region: vk::BufferCopy { src_offset: src.raw.offset, dst_offset: staging.offset, size: src.raw.size },
         });
-        Ok(Readback { buffer: staging, len: src.len(), _t: PhantomData })
+        Readback { buffer: staging, len: src.len(), _t: PhantomData }
     }
 
     /// Writes the ops into `cmd` phase by phase (see the module docs). `cmd` is in the

@@ -110,6 +110,10 @@ impl Ctx {
     /// Arranges for `src` to be readable after the work recorded so far; await
     /// [`Ctx::synchronize`] before [`Readback::into_vec`], or use [`Ctx::read`].
     pub fn read_back<T: Pod>(&self, src: &Buffer<T>) -> Result<Readback<T>> {
+        // The read-back buffer is allocated before the queue's lock is taken.
+        if let Some(staging) = crate::commands::stage_read_back(&self.device, src)? {
+            return self.record(|r| Ok(r.push_read_back(src, staging)));
+        }
         self.record(|r| r.read_back(src))
     }
 
