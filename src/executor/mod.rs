@@ -17,7 +17,9 @@
 //! driver's included, push them onto a mutex-protected ready queue and unpark that thread,
 //! which sleeps in `thread::park` whenever no task can run. It never blocks inside Vulkan, so a
 //! waker fired on another thread during a long kernel runs its task at once, and the wait goes
-//! on undisturbed.
+//! on undisturbed. While an executor's loop runs tasks (it is not parked), submitting and the
+//! first look at the counter (its spin) are its job and the driver stays asleep; when it parks,
+//! the driver takes over: it submits what tasks wait for and blocks for it.
 //!
 //! **Who owns the timeline counter.** The [`Device`] owns the queue's timeline semaphore and the
 //! counter of values handed out. A value is handed out only by a successful `vkQueueSubmit`
@@ -64,9 +66,15 @@
 //! as above; then sleeps until a waker fires. It never blocks while a task is ready.
 //!
 //! **Resources.** Every op holds `Arc`s to its buffers and kernel. A flushed recording moves
-//! to the in-flight list (oldest first) with its value; the completed prefix is dropped each
-//! time the counter is read, which frees buffers whose `Buffer` handle was already dropped, and
-//! command buffers are reused once their value is reached. Nothing blocks in `Drop`.
+//! to the in-flight list (oldest first) with its value; the completed prefix is retired each
+//! time the counter is read and dropped right after the state's lock is released, which frees
+//! buffers whose `Buffer` handle was already dropped (and releases their memory-bound leases,
+//! waking allocations that wait for memory), and command buffers are reused once their value
+//! is reached. Nothing blocks in `Drop`.
+//!
+//! **Backpressure.** With a memory bound, [`Ctx::buffer`] leases the buffer's bytes before it
+//! allocates; past the bound it waits, and the driver submits what is recorded and waits for
+//! what is in flight so that memory comes back.
 //!
 //! **Drop, abort, panic.** A task's panic, in its poll or in its drop, ends that task with a
 //! [`JoinError`] and never unwinds into the loop; the loop's state is restored by guards on
