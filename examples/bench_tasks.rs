@@ -142,13 +142,15 @@ fn new_buffer(device: &Device, n: usize, kind: MemoryKind, zeroed: bool) -> Resu
     }
 }
 
-async fn task(
+/// One job: upload, one `mix`, read back, verify. `want` is an `Rc` on the executor, an `Arc`
+/// under tokio.
+async fn task<W: std::ops::Deref<Target = Vec<Vec<u32>>>>(
     ctx: Ctx,
     mix: Kernel,
     t: usize,
     n: usize,
     k: u32,
-    want: std::rc::Rc<Vec<Vec<u32>>>,
+    want: W,
     zeroed: bool,
 ) -> Result<(), Error> {
     let buf = new_buffer(ctx.device(), n, MemoryKind::Device, zeroed)?;
@@ -216,24 +218,6 @@ fn run_executor(
     Ok(ExecBreakdown { spawn: per(t1 - t0), run: per(t2 - t1), wait, join: per(t3 - t2) })
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn tokio_task(
-    ctx: Ctx,
-    mix: Kernel,
-    t: usize,
-    n: usize,
-    k: u32,
-    want: std::sync::Arc<Vec<Vec<u32>>>,
-    zeroed: bool,
-) -> Result<(), Error> {
-    let buf = new_buffer(ctx.device(), n, MemoryKind::Device, zeroed)?;
-    ctx.upload(&buf, &input(t, n))?;
-    ctx.dispatch(&mix, groups(n), &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
-    let got = ctx.read(&buf).await?;
-    verify(t, &got, &want[t]);
-    Ok(())
-}
-
 /// T tasks spawned on a tokio runtime, each doing the job through the queue; awaits them all.
 #[allow(clippy::too_many_arguments)]
 fn run_tokio(
@@ -250,7 +234,7 @@ fn run_tokio(
     let t0 = Instant::now();
     rt.block_on(async {
         let handles: Vec<_> = (0..tasks)
-            .map(|t| tokio::spawn(tokio_task(queue.context(), mix.clone(), t, n, k, want.clone(), zeroed)))
+            .map(|t| tokio::spawn(task(queue.context(), mix.clone(), t, n, k, want.clone(), zeroed)))
             .collect();
         for h in handles {
             h.await.expect("task panicked")?;

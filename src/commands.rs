@@ -101,6 +101,21 @@ pub(crate) struct Recording {
     submitted: bool,
 }
 
+/// An upload of `data` into `dst` at element `offset`: not empty, and inside the buffer.
+fn check_upload<T: Pod>(dst: &Buffer<T>, offset: usize, data: &[T]) -> Result<()> {
+    if data.is_empty() {
+        return Err(Error::ZeroSize("upload"));
+    }
+    if offset.checked_add(data.len()).is_none_or(|end| end > dst.len()) {
+        return Err(Error::SizeMismatch {
+            what: "upload past the end of the buffer",
+            expected: dst.len() as u64,
+            got: offset.saturating_add(data.len()) as u64,
+        });
+    }
+    Ok(())
+}
+
 /// An upload whose data already sits in its own staging buffer (see [`stage_upload`]).
 pub(crate) struct StagedUpload {
     staging: Arc<RawBuffer>,
@@ -122,16 +137,7 @@ pub(crate) fn stage_upload<T: Pod>(
     if !Arc::ptr_eq(&device.shared, &dst.raw.device.shared) {
         return Err(Error::InvalidArgument("buffer belongs to another device".into()));
     }
-    if data.is_empty() {
-        return Err(Error::ZeroSize("upload"));
-    }
-    if offset.checked_add(data.len()).is_none_or(|end| end > dst.len()) {
-        return Err(Error::SizeMismatch {
-            what: "upload past the end of the buffer",
-            expected: dst.len() as u64,
-            got: offset.saturating_add(data.len()) as u64,
-        });
-    }
+    check_upload(dst, offset, data)?;
     if host_writable(&dst.raw) {
         return Ok(None);
     }
@@ -261,16 +267,7 @@ impl Recording {
     /// directly and no command is recorded. Otherwise it goes through a staging buffer.
     pub fn upload<T: Pod>(&mut self, dst: &Buffer<T>, offset: usize, data: &[T]) -> Result<()> {
         self.check_same_device(&dst.raw)?;
-        if data.is_empty() {
-            return Err(Error::ZeroSize("upload"));
-        }
-        if offset.checked_add(data.len()).is_none_or(|end| end > dst.len()) {
-            return Err(Error::SizeMismatch {
-                what: "upload past the end of the buffer",
-                expected: dst.len() as u64,
-                got: offset.saturating_add(data.len()) as u64,
-            });
-        }
+        check_upload(dst, offset, data)?;
         let bytes: &[u8] = bytemuck::cast_slice(data);
         let byte_offset = (offset * std::mem::size_of::<T>()) as u64;
         if host_writable(&dst.raw) && dst.raw.is_idle()? {
