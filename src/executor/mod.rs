@@ -227,86 +227,94 @@ impl std::fmt::Display for Stats {
     }
 }
 
+/// The options both builders share, as setters on a builder holding `options: Options`
+/// (one text for [`ExecutorBuilder`] and [`QueueBuilder`]).
+macro_rules! shared_setters {
+    () => {
+        /// Bounds the bytes of buffers that jobs allocate through [`Ctx::buffer`](crate::Ctx::buffer) and that are
+        /// not yet freed (freed means: dropped, and the GPU work using them completed). Past
+        /// the bound, `Ctx::buffer` awaits until enough is freed. Default: no bound.
+        pub fn memory_bound(mut self, bytes: u64) -> Self {
+            self.options.memory_bound = Some(bytes);
+            self
+        }
+
+        /// The wait policy (default [`WaitPolicy::All`](crate::WaitPolicy::All)).
+        pub fn wait_policy(mut self, policy: $crate::WaitPolicy) -> Self {
+            self.options.policy = policy;
+            self
+        }
+
+        /// A bound on each GPU wait; waiters then get [`Error::Timeout`](crate::Error::Timeout).
+        /// Default: none, so long kernels are never cut short.
+        pub fn wait_timeout(mut self, timeout: Option<std::time::Duration>) -> Self {
+            self.options.timeout = timeout;
+            self
+        }
+
+        /// Flush once this many commands are recorded but not submitted (default 4,096; at
+        /// least 1).
+        pub fn max_pending_ops(mut self, n: usize) -> Self {
+            self.options.max_pending = n.max(1);
+            self
+        }
+
+        /// Before blocking in `vkWaitSemaphores`, read the timeline counter for exactly up to
+        /// this long (zero: block at once), instead of the default adaptive spin. A wait
+        /// satisfied by reading is not a host wait. See `BENCHMARKS.md` for what it gives.
+        pub fn spin_before_wait(mut self, spin: std::time::Duration) -> Self {
+            self.options.spin = spin;
+            self.options.adaptive = false;
+            self
+        }
+
+        /// Before blocking, read the timeline counter for as long as recent waits suggest the
+        /// GPU needs (twice their moving average), but at most `bound`, and not at all while
+        /// waits take longer than `bound`. Short round trips then skip the block and wake-up;
+        /// long kernels cost no CPU time. [`Stats::spin_ns`](crate::Stats::spin_ns) reports the time spent spinning.
+        /// This is the default, with [`DEFAULT_SPIN_BOUND`](crate::DEFAULT_SPIN_BOUND).
+        pub fn adaptive_spin(mut self, bound: std::time::Duration) -> Self {
+            self.options.spin = bound;
+            self.options.adaptive = true;
+            self
+        }
+    };
+}
+pub(crate) use shared_setters;
+
+/// The default options of both fronts.
+pub(crate) fn default_options() -> Options {
+    Options {
+        policy: WaitPolicy::All,
+        timeout: None,
+        max_pending: 4096,
+        spin: DEFAULT_SPIN_BOUND,
+        adaptive: true,
+        flush: FlushPolicy::GroupCommit,
+        memory_bound: None,
+    }
+}
+
 /// Configures an [`Executor`].
 #[derive(Debug, Clone)]
 pub struct ExecutorBuilder {
     device: Device,
-    policy: WaitPolicy,
-    timeout: Option<Duration>,
-    max_pending: usize,
-    spin: Duration,
-    adaptive: bool,
-    flush: FlushPolicy,
-    memory_bound: Option<u64>,
+    options: Options,
 }
 
 impl ExecutorBuilder {
-    /// Bounds the bytes of buffers that tasks allocate through [`Ctx::buffer`] and that are
-    /// not yet freed (freed means: dropped, and the GPU work using them completed). Past the
-    /// bound, `Ctx::buffer` awaits until enough is freed. Default: no bound.
-    pub fn memory_bound(mut self, bytes: u64) -> Self {
-        self.memory_bound = Some(bytes);
-        self
-    }
+    shared_setters!();
 
     /// When recorded work is submitted (default [`FlushPolicy::GroupCommit`]).
     pub fn flush_policy(mut self, flush: FlushPolicy) -> Self {
-        self.flush = flush;
-        self
-    }
-
-    /// The wait policy (default [`WaitPolicy::All`]).
-    pub fn wait_policy(mut self, policy: WaitPolicy) -> Self {
-        self.policy = policy;
-        self
-    }
-
-    /// A bound on each GPU wait; waiters then get [`Error::Timeout`](crate::Error::Timeout). Default: none, so long
-    /// kernels are never cut short.
-    pub fn wait_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// Flush once this many commands are recorded but not submitted (default 4,096; at least 1).
-    pub fn max_pending_ops(mut self, n: usize) -> Self {
-        self.max_pending = n.max(1);
-        self
-    }
-
-    /// Before blocking in `vkWaitSemaphores`, read the timeline counter for exactly up to this
-    /// long (zero: block at once), instead of the default adaptive spin. A wait satisfied by
-    /// reading is not a host wait. See `BENCHMARKS.md` for what it gives.
-    pub fn spin_before_wait(mut self, spin: Duration) -> Self {
-        self.spin = spin;
-        self.adaptive = false;
-        self
-    }
-
-    /// Before blocking, read the timeline counter for as long as recent waits suggest the GPU
-    /// needs (twice their moving average), but at most `bound`, and not at all while waits take
-    /// longer than `bound`. Short round trips then skip the block and wake-up; long kernels
-    /// cost no CPU time. [`Stats::spin_ns`] reports the time spent spinning. This is the default,
-    /// with [`DEFAULT_SPIN_BOUND`].
-    pub fn adaptive_spin(mut self, bound: Duration) -> Self {
-        self.spin = bound;
-        self.adaptive = true;
+        self.options.flush = flush;
         self
     }
 
     /// Creates the executor.
     pub fn build(self) -> Result<Executor> {
         let backend = VulkanBackend::new(&self.device)?;
-        let options = Options {
-            policy: self.policy,
-            timeout: self.timeout,
-            max_pending: self.max_pending,
-            spin: self.spin,
-            adaptive: self.adaptive,
-            flush: self.flush,
-            memory_bound: self.memory_bound,
-        };
-        let core = QueueCore::new(backend, options);
+        let core = QueueCore::new(backend, self.options);
         spawn_driver(&core, "vkasync-driver")?;
         Ok(Executor { local: Local::new(core, Drive::Thread(self.device.clone())), device: self.device })
     }
@@ -340,16 +348,7 @@ impl Executor {
 
     /// A builder for the options.
     pub fn builder(device: &Device) -> ExecutorBuilder {
-        ExecutorBuilder {
-            device: device.clone(),
-            policy: WaitPolicy::All,
-            timeout: None,
-            max_pending: 4096,
-            spin: DEFAULT_SPIN_BOUND,
-            adaptive: true,
-            flush: FlushPolicy::GroupCommit,
-            memory_bound: None,
-        }
+        ExecutorBuilder { device: device.clone(), options: default_options() }
     }
 
     /// The device.

@@ -3,11 +3,10 @@
 
 use super::backend::VulkanBackend;
 use super::core::{spawn_driver, Options, QueueCore};
-use super::{Ctx, FlushPolicy, Stats, WaitPolicy};
+use super::{default_options, shared_setters, Ctx, FlushPolicy, Stats};
 use crate::device::Device;
 use crate::error::Result;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// A device queue that any thread can record into and await, under any async runtime.
 ///
@@ -83,15 +82,7 @@ impl Queue {
 
     /// A builder for the options.
     pub fn builder(device: &Device) -> QueueBuilder {
-        QueueBuilder {
-            device: device.clone(),
-            policy: WaitPolicy::All,
-            timeout: None,
-            max_pending: 4096,
-            spin: super::DEFAULT_SPIN_BOUND,
-            adaptive: true,
-            memory_bound: None,
-        }
+        QueueBuilder { device: device.clone(), options: default_options() }
     }
 
     /// A new context for one job (each job should have its own; clones share its state).
@@ -127,72 +118,20 @@ impl Queue {
     }
 }
 
-/// Configures a [`Queue`].
+/// Configures a [`Queue`]. A queue always submits by group commit.
 #[derive(Debug, Clone)]
 pub struct QueueBuilder {
     device: Device,
-    policy: WaitPolicy,
-    timeout: Option<Duration>,
-    max_pending: usize,
-    spin: Duration,
-    adaptive: bool,
-    memory_bound: Option<u64>,
+    options: Options,
 }
 
 impl QueueBuilder {
-    /// Bounds the bytes of buffers that jobs allocate through [`Ctx::buffer`] and that are not
-    /// yet freed; past it, `Ctx::buffer` awaits (see [`crate::ExecutorBuilder::memory_bound`]).
-    pub fn memory_bound(mut self, bytes: u64) -> Self {
-        self.memory_bound = Some(bytes);
-        self
-    }
-
-    /// The wait policy (default [`WaitPolicy::All`]).
-    pub fn wait_policy(mut self, policy: WaitPolicy) -> Self {
-        self.policy = policy;
-        self
-    }
-
-    /// A bound on each GPU wait; waiters then get [`Error::Timeout`](crate::Error::Timeout).
-    /// Default: none.
-    pub fn wait_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// Submit once this many commands are recorded but not submitted (default 4,096).
-    pub fn max_pending_ops(mut self, n: usize) -> Self {
-        self.max_pending = n.max(1);
-        self
-    }
-
-    /// The driver's spin before it blocks: adaptive up to `bound` (the default, with 200 µs;
-    /// see [`crate::ExecutorBuilder::adaptive_spin`]).
-    pub fn adaptive_spin(mut self, bound: Duration) -> Self {
-        self.spin = bound;
-        self.adaptive = true;
-        self
-    }
-
-    /// The driver's spin before it blocks: exactly `spin` (zero: block at once).
-    pub fn spin_before_wait(mut self, spin: Duration) -> Self {
-        self.spin = spin;
-        self.adaptive = false;
-        self
-    }
+    shared_setters!();
 
     /// Creates the queue and starts its driver thread.
     pub fn build(self) -> Result<Queue> {
         let backend = VulkanBackend::new(&self.device)?;
-        let options = Options {
-            policy: self.policy,
-            timeout: self.timeout,
-            max_pending: self.max_pending,
-            spin: self.spin,
-            adaptive: self.adaptive,
-            flush: FlushPolicy::GroupCommit,
-            memory_bound: self.memory_bound,
-        };
+        let options = Options { flush: FlushPolicy::GroupCommit, ..self.options };
         let core = QueueCore::new(backend, options);
         spawn_driver(&core, "vkasync-queue")?;
         Ok(Queue { inner: Arc::new(Inner { core, device: self.device }) })
