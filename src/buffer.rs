@@ -263,6 +263,65 @@ impl RawBuffer {
         self.mapped.is_some()
     }
 
+    /// Copies `bytes` into `[offset, offset + len)` of a mapped buffer from the host, without
+    /// the whole-buffer idleness check (staging arenas, where the GPU uses other ranges of the
+    /// same buffer meanwhile).
+    ///
+    /// # Safety
+    /// No GPU work that may still run accesses this range, and no other thread accesses it.
+    pub(crate) unsafe fn write_range(&self, offset: u64, bytes: &[u8]) -> Result<()> {
+        let ptr = self.mapped.ok_or_else(|| Error::BufferUsage("buffer memory is not host-visible".into()))?;
+        if offset.checked_add(bytes.len() as u64).is_none_or(|e| e > self.size) {
+            return Err(Error::SizeMismatch {
+                what: "write past the end of the buffer",
+                expected: self.size,
+                got: offset,
+            });
+        }
+        // SAFETY: inside the mapping (checked above); exclusive access to the range is the
+        // caller's contract; host writes to coherent memory become visible at the next submit.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr.as_ptr().add(offset as usize), bytes.len()) };
+        Ok(())
+    }
+
+    /// Fills `[offset, offset + len)` of a mapped buffer with zeros (see [`Self::write_range`]).
+    ///
+    /// # Safety
+    /// As [`Self::write_range`].
+    pub(crate) unsafe fn zero_range(&self, offset: u64, len: u64) -> Result<()> {
+        let ptr = self.mapped.ok_or_else(|| Error::BufferUsage("buffer memory is not host-visible".into()))?;
+        if offset.checked_add(len).is_none_or(|e| e > self.size) {
+            return Err(Error::SizeMismatch {
+                what: "write past the end of the buffer",
+                expected: self.size,
+                got: offset,
+            });
+        }
+        // SAFETY: as in `write_range`.
+        unsafe { std::ptr::write_bytes(ptr.as_ptr().add(offset as usize), 0, len as usize) };
+        Ok(())
+    }
+
+    /// Copies `[offset, offset + out.len())` of a mapped buffer into `out`, without the
+    /// whole-buffer idleness check (see [`Self::write_range`]).
+    ///
+    /// # Safety
+    /// The GPU work that wrote this range has completed, its submission ended with a barrier to
+    /// host reads, and no GPU work that may still run writes the range.
+    pub(crate) unsafe fn read_range(&self, offset: u64, out: &mut [u8]) -> Result<()> {
+        let ptr = self.mapped.ok_or_else(|| Error::BufferUsage("buffer memory is not host-visible".into()))?;
+        if offset.checked_add(out.len() as u64).is_none_or(|e| e > self.size) {
+            return Err(Error::SizeMismatch {
+                what: "read past the end of the buffer",
+                expected: self.size,
+                got: offset,
+            });
+        }
+        // SAFETY: inside the mapping (checked above); completion is the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(ptr.as_ptr().add(offset as usize), out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
     /// Copies `bytes` into the buffer at `offset` from the host. The caller checked `is_idle`.
     pub(crate) fn write_bytes(&self, offset: u64, bytes: &[u8]) -> Result<()> {
         let ptr = self.mapped.ok_or_else(|| Error::BufferUsage("buffer memory is not host-visible".into()))?;

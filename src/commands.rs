@@ -50,7 +50,8 @@ pub(crate) enum Op {
     Copy {
         src: Arc<RawBuffer>,
         dst: Arc<RawBuffer>,
-        region: vk::BufferCopy,
+        /// One region, or several between the same two buffers (disjoint destinations).
+        regions: SmallVec<[vk::BufferCopy; 1]>,
     },
     Dispatch {
         kernel: Arc<RawKernel>,
@@ -96,6 +97,11 @@ pub(crate) struct Recording {
     pub host_reads: Vec<Arc<RawBuffer>>,
     /// The host will read a result of this recording: end with a barrier to host reads.
     pub host_read: bool,
+    /// Items of batch kinds, encoded when the recording is (see [`crate::batch`]).
+    pub(crate) batches: Vec<Box<dyn crate::batch::Gathered>>,
+    /// Set to the submission's timeline value by `mark_submitted` (see
+    /// [`crate::batch::Encoder::completion`]).
+    completion: Option<Arc<std::sync::atomic::AtomicU64>>,
     /// Fresh buffers whose clear `encode` took (see "Clearing new buffers").
     cleared: Vec<Arc<RawBuffer>>,
     submitted: bool,
@@ -218,17 +224,30 @@ impl Recording {
             ops: Vec::with_capacity(ops),
             host_reads: Vec::new(),
             host_read: false,
+            batches: Vec::new(),
+            completion: None,
             cleared: Vec::new(),
             submitted: false,
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty() && self.host_reads.is_empty()
+        self.ops.is_empty() && self.host_reads.is_empty() && self.batches.is_empty()
     }
 
+    /// Recorded commands and batch items.
     pub fn len(&self) -> usize {
-        self.ops.len()
+        self.ops.len() + self.batches.iter().map(|b| b.len()).sum::<usize>()
+    }
+
+    /// The cell that receives this recording's timeline value when it is submitted.
+    pub(crate) fn completion(&mut self) -> Arc<std::sync::atomic::AtomicU64> {
+        self.completion.get_or_insert_with(Default::default).clone()
+    }
+
+    /// Adds an item of a batch kind (see [`crate::batch`]).
+    pub(crate) fn push_batch<K: crate::batch::BatchKind>(&mut self, kind: &Arc<K>, item: K::Item) {
+        crate::batch::push(&mut self.batches, kind, item);
     }
 
     fn push(&mut self, op: Op) {
@@ -250,6 +269,9 @@ impl Recording {
         self.host_reads.iter().for_each(mark);
         for b in self.cleared.drain(..) {
             b.clear_submitted();
+        }
+        if let Some(c) = &self.completion {
+            c.store(value, Ordering::Release);
         }
         self.submitted = true;
     }
@@ -277,11 +299,11 @@ impl Recording {
         let staging = RawBuffer::new(&self.device, bytes.len() as u64, MemoryKind::Upload, false)?;
         staging.write_bytes(0, bytes)?;
         self.push(Op::Copy {
-            region: vk::BufferCopy {
+            regions: smallvec::smallvec![vk::BufferCopy {
                 src_offset: staging.offset,
                 dst_offset: dst.raw.offset + byte_offset,
                 size: bytes.len() as u64,
-            },
+            }],
             src: staging,
             dst: dst.raw.clone(),
         });
@@ -290,7 +312,7 @@ impl Recording {
 
     /// Records the copy of an upload staged by [`stage_upload`].
     pub(crate) fn push_staged_upload(&mut self, staged: StagedUpload) {
-        self.push(Op::Copy { region: staged.region, src: staged.staging, dst: staged.dst });
+        self.push(Op::Copy { regions: smallvec::smallvec![staged.region], src: staged.staging, dst: staged.dst });
     }
 
     /// Copies `len` elements from `src[src_offset..]` to `dst[dst_offset..]`.
@@ -328,12 +350,46 @@ impl Recording {
         self.push(Op::Copy {
             src: src.raw.clone(),
             dst: dst.raw.clone(),
-            region: vk::BufferCopy {
+            regions: smallvec::smallvec![vk::BufferCopy {
                 src_offset: src.raw.offset + (src_offset * size) as u64,
                 dst_offset: dst.raw.offset + (dst_offset * size) as u64,
                 size: (len * size) as u64,
-            },
+            }],
         });
+        Ok(())
+    }
+
+    /// Copies byte ranges `(src_offset, dst_offset, len)` (relative to each buffer's start)
+    /// from `src` to `dst` as one op. The ranges must lie inside the buffers and their
+    /// destinations must not overlap (checked); a batch encoder uses it to bring many items'
+    /// results home with one command.
+    pub(crate) fn copy_ranges(
+        &mut self,
+        src: &Arc<RawBuffer>,
+        dst: &Arc<RawBuffer>,
+        ranges: &[(u64, u64, u64)],
+    ) -> Result<()> {
+        if ranges.is_empty() {
+            return Ok(());
+        }
+        self.check_same_device(src)?;
+        self.check_same_device(dst)?;
+        let mut regions: SmallVec<[vk::BufferCopy; 1]> = SmallVec::with_capacity(ranges.len());
+        for &(s, d, len) in ranges {
+            if len == 0
+                || s.checked_add(len).is_none_or(|e| e > src.size)
+                || d.checked_add(len).is_none_or(|e| e > dst.size)
+            {
+                return Err(Error::InvalidArgument(format!("copy range {s}..+{len} -> {d} outside its buffers")));
+            }
+            regions.push(vk::BufferCopy { src_offset: src.offset + s, dst_offset: dst.offset + d, size: len });
+        }
+        let mut sorted: Vec<(u64, u64)> = regions.iter().map(|r| (r.dst_offset, r.size)).collect();
+        sorted.sort_unstable();
+        if sorted.windows(2).any(|w| w[0].0 + w[0].1 > w[1].0) {
+            return Err(Error::InvalidArgument("overlapping copy destinations".into()));
+        }
+        self.push(Op::Copy { src: src.clone(), dst: dst.clone(), regions });
         Ok(())
     }
 
@@ -416,7 +472,11 @@ impl Recording {
         self.push(Op::Copy {
             src: src.raw.clone(),
             dst: staging.clone(),
-            region: vk::BufferCopy { src_offset: src.raw.offset, dst_offset: staging.offset, size: src.raw.size },
+            regions: smallvec::smallvec![vk::BufferCopy {
+                src_offset: src.raw.offset,
+                dst_offset: staging.offset,
+                size: src.raw.size
+            }],
         });
         Readback { buffer: staging, len: src.len(), _t: PhantomData }
     }
@@ -426,6 +486,10 @@ impl Recording {
     /// jobs' uploads from one pooled staging block into one pooled device block) become one
     /// `vkCmdCopyBuffer` with many regions.
     pub fn encode(&mut self, cmd: vk::CommandBuffer) -> EncodeStats {
+        // Batch kinds record their coalesced work first, as ops like any other.
+        for b in std::mem::take(&mut self.batches) {
+            b.encode(self);
+        }
         let d = self.device.raw();
         let mut stats = EncodeStats::default();
         // (last phase that wrote, last phase that read) per buffer id.
@@ -566,13 +630,13 @@ impl Recording {
             copy_index.clear();
             for &i in &order[at..end] {
                 match &self.ops[i] {
-                    Op::Copy { src, dst, region } => {
+                    Op::Copy { src, dst, regions } => {
                         let key = (src.buffer, dst.buffer);
                         let slot = *copy_index.entry(key).or_insert_with(|| {
                             copies.push((key, SmallVec::new()));
                             copies.len() - 1
                         });
-                        copies[slot].1.push(*region);
+                        copies[slot].1.extend_from_slice(regions);
                     }
                     Op::Dispatch { kernel, groups, args, push } => {
                         if bound != Some(kernel.pipeline) {
@@ -653,8 +717,8 @@ impl Recording {
 /// op is its first use).
 fn overwrites_all(op: &Op, b: &RawBuffer) -> bool {
     match op {
-        Op::Copy { dst, region, .. } => {
-            std::ptr::eq(&**dst, b) && region.dst_offset == b.offset && region.size >= b.clear_len
+        Op::Copy { dst, regions, .. } => {
+            std::ptr::eq(&**dst, b) && regions.iter().any(|r| r.dst_offset == b.offset && r.size >= b.clear_len)
         }
         _ => false,
     }
@@ -784,9 +848,16 @@ impl CommandList {
         CommandList { rec: Recording::new(device) }
     }
 
-    /// The number of GPU commands recorded.
+    /// The number of GPU commands (and batch items) recorded.
     pub fn len(&self) -> usize {
         self.rec.len()
+    }
+
+    /// Adds `item` to the coalesced work of `kind` (see [`crate::batch`]); it is encoded with
+    /// the other items of its kind when the list is submitted.
+    pub fn batch<K: crate::batch::BatchKind>(&mut self, kind: &Arc<K>, item: K::Item) -> Result<()> {
+        self.rec.push_batch(kind, item);
+        Ok(())
     }
 
     /// Whether nothing was recorded.
@@ -869,6 +940,9 @@ pub trait Recorder {
     /// completes; nothing recorded after it starts earlier.
     fn write_timestamp(&mut self, ts: &crate::Timestamps, index: u32) -> Result<()>;
 
+    /// Adds `item` to the coalesced work of `kind` in this recording (see [`crate::batch`]).
+    fn batch<K: crate::batch::BatchKind>(&mut self, kind: &Arc<K>, item: K::Item) -> Result<()>;
+
     /// Uploads `data` into the start of `dst`.
     fn upload<T: Pod>(&mut self, dst: &Buffer<T>, data: &[T]) -> Result<()> {
         self.upload_at(dst, 0, data)
@@ -907,6 +981,9 @@ impl Recorder for CommandList {
     }
     fn write_timestamp(&mut self, ts: &crate::Timestamps, index: u32) -> Result<()> {
         self.rec.write_timestamp(ts, index)
+    }
+    fn batch<K: crate::batch::BatchKind>(&mut self, kind: &Arc<K>, item: K::Item) -> Result<()> {
+        CommandList::batch(self, kind, item)
     }
 }
 

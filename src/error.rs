@@ -73,6 +73,10 @@ pub enum Error {
         /// The size given.
         got: u64,
     },
+    /// A record's authentication tag did not match (a forged, corrupted or misnumbered record):
+    /// no plaintext is released.
+    #[error("record authentication failed: the tag does not match (forged, corrupted, or the wrong sequence number or keys)")]
+    AuthenticationFailed,
     /// A dispatch asked for more workgroups than `maxComputeWorkGroupCount` allows.
     #[error("dispatch of {requested:?} workgroups exceeds maxComputeWorkGroupCount {limit:?}")]
     GroupCountTooLarge {

@@ -38,6 +38,7 @@
 //! ```
 #![warn(missing_docs, missing_debug_implementations, clippy::undocumented_unsafe_blocks)]
 
+pub mod batch;
 mod buffer;
 mod commands;
 pub mod crypto;
@@ -51,6 +52,7 @@ mod pool;
 mod spirv;
 mod spirv_caps;
 mod spirv_val;
+mod staging;
 mod timestamps;
 
 pub use buffer::{Buffer, MemoryKind};

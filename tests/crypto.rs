@@ -148,27 +148,38 @@ fn kernels_have_the_documented_interfaces() {
     let device = device();
     let aes = Kernel::new(&device, &kernels::AES_CTR).unwrap();
     let aes16 = Kernel::new(&device, &kernels::AES_CTR_C16).unwrap();
-    let aes1 = Kernel::new(&device, &kernels::AES_CTR_V1).unwrap();
+    let multi = Kernel::new(&device, &kernels::AES_CTR_MULTI).unwrap();
+    let multi16 = Kernel::new(&device, &kernels::AES_CTR_MULTI_C16).unwrap();
+    let sha_multi = Kernel::new(&device, &kernels::SHA256_MULTI).unwrap();
     let sha = Kernel::new(&device, &kernels::SHA256_BATCH).unwrap();
     let hmac = Kernel::new(&device, &kernels::HMAC_SHA256_BATCH).unwrap();
-    assert_eq!((aes.push_constant_size(), aes16.push_constant_size(), aes1.push_constant_size()), (32, 32, 28));
+    assert_eq!((aes.push_constant_size(), aes16.push_constant_size()), (32, 32));
+    assert_eq!(
+        (multi.push_constant_size(), multi16.push_constant_size(), sha_multi.push_constant_size()),
+        (12, 12, 16)
+    );
     assert_eq!((sha.push_constant_size(), hmac.push_constant_size()), (16, 80));
-    for k in [&aes, &aes16, &aes1, &sha, &hmac] {
+    for k in [&aes, &aes16, &multi, &multi16, &sha_multi, &sha, &hmac] {
         assert_eq!(k.local_size(), [256, 1, 1], "{}", k.name());
     }
     let read_only = |k: &Kernel| k.reflection().bindings.iter().map(|b| b.read_only).collect::<Vec<_>>();
     let kinds = |k: &Kernel| k.reflection().bindings.iter().map(|b| b.kind).collect::<Vec<_>>();
     // Round keys (and T-table) read-only, data read-write; messages and index read-only, digests
     // written.
-    for k in [&aes, &aes16, &aes1] {
+    for k in [&aes, &aes16] {
         assert_eq!(read_only(k), [true, false], "{}", k.name());
     }
     assert_eq!(kinds(&aes), [BindingKind::Uniform, BindingKind::Storage]);
     assert_eq!(kinds(&aes16), [BindingKind::Uniform, BindingKind::Storage]);
-    assert_eq!(kinds(&aes1), [BindingKind::Storage, BindingKind::Storage]);
+    // Multi-record kernels: table, keys and records read-only, data in place.
+    for k in [&multi, &multi16] {
+        assert_eq!(read_only(k), [true, true, true, false], "{}", k.name());
+        assert_eq!(kinds(k)[0], BindingKind::Uniform, "{}", k.name());
+    }
+    assert_eq!(read_only(&sha_multi), [true, true, false]);
     assert_eq!(read_only(&sha), [true, true, false]);
     assert_eq!(read_only(&hmac), [true, true, false]);
-    drop((aes, aes16, aes1, sha, hmac));
+    drop((aes, aes16, multi, multi16, sha_multi, sha, hmac));
     finish(device);
 }
 
@@ -437,7 +448,7 @@ fn splitting_over_many_dispatches_gives_identical_results() {
 }
 
 #[test]
-fn every_aes_kernel_variant_and_blocks_per_invocation_agree() {
+fn aes_ctr_agrees_on_the_coalesced_and_device_buffer_kernels() {
     let (device, crypto) = setup();
     // 3000 blocks and a few bytes; the counter's low word wraps inside the stream.
     let iv = iv("00000000000000000000000ffffffa00");
@@ -448,20 +459,18 @@ fn every_aes_kernel_variant_and_blocks_per_invocation_agree() {
         // Input that does not start at a word boundary (uploaded through a packed copy).
         let off = cpu_ctr(&key, &iv, &data[1..]);
         assert!(crypto.aes_ctr_blocking(&key, &iv, &data[1..]).unwrap() == off, "AES-{} unaligned", key.len() * 8);
-        for (source, per_inv) in [
-            (&kernels::AES_CTR, Some(1)),
-            (&kernels::AES_CTR, Some(3)),
-            (&kernels::AES_CTR, Some(64)),
-            (&kernels::AES_CTR_C16, Some(5)),
-            (&kernels::AES_CTR_C16, None),
-            (&kernels::AES_CTR_V1, None),
-        ] {
-            // Two workgroups per dispatch, so that several blocks per invocation meet dispatch
-            // splitting too (3000 blocks at 3 per invocation: 768 per group, 2 dispatches).
-            let variant = crypto.clone().with_aes_kernel(source, per_inv).unwrap().with_max_groups_per_dispatch(2);
-            let got = variant.aes_ctr_blocking(&key, &iv, &data).unwrap();
-            assert!(got == want, "AES-{} with {} at {per_inv:?} blocks per invocation", key.len() * 8, source.name);
-        }
+        // Two workgroups per dispatch: the coalesced kernel's blocks split over 6 dispatches.
+        let split = crypto.clone().with_max_groups_per_dispatch(2);
+        assert!(split.aes_ctr_blocking(&key, &iv, &data).unwrap() == want, "AES-{} split", key.len() * 8);
+        // The device-buffer kernel (several blocks per invocation where the data is long).
+        let mut cmds = vkasync::CommandList::new(&device);
+        let k = vkasync::crypto::AesKey::new(&key).unwrap().upload(&mut cmds).unwrap();
+        let buf = vkasync::Buffer::<u32>::from_slice(&device, &vkasync::crypto::pack_le_words(&data, 16)).unwrap();
+        crypto.record_aes_ctr(&mut cmds, &k, &iv, &buf, data.len()).unwrap();
+        let rb = cmds.read_back(&buf).unwrap();
+        cmds.submit_and_wait().unwrap();
+        let got = vkasync::crypto::unpack_le_words(&rb.into_vec().unwrap(), data.len());
+        assert!(got == want, "AES-{} on a device buffer", key.len() * 8);
     }
     drop(crypto);
     finish(device);

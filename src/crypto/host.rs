@@ -131,17 +131,6 @@ pub(crate) fn extend_unpacked(out: &mut Vec<u8>, words: &[u32], len: usize) {
     }
 }
 
-/// `bytes` as little-endian packed words without a copy, where the host allows it (a
-/// little-endian host and `bytes` 4-aligned); the bytes past the last whole word are not
-/// included.
-pub(crate) fn as_le_words(bytes: &[u8]) -> Option<&[u32]> {
-    if cfg!(target_endian = "little") {
-        bytemuck::try_cast_slice(&bytes[..bytes.len() / 4 * 4]).ok()
-    } else {
-        None
-    }
-}
-
 /// The 16-byte initial counter block as the push constants `ctr0..ctr3` (big-endian words).
 pub fn ctr_words(iv: &[u8; 16]) -> [u32; 4] {
     let mut c = [0u32; 4];

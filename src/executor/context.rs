@@ -117,6 +117,16 @@ impl Ctx {
         self.record(|r| r.read_back(src))
     }
 
+    /// Adds `item` to the coalesced work of `kind` in the recording epoch (see
+    /// [`crate::batch`]): every task's items of one kind go out as one encoding in the next
+    /// flush. Await [`Ctx::synchronize`] for its completion.
+    pub fn batch<K: crate::batch::BatchKind>(&self, kind: &Arc<K>, item: K::Item) -> Result<()> {
+        self.record(|r| {
+            r.push_batch(kind, item);
+            Ok(())
+        })
+    }
+
     /// Records a GPU timestamp (see [`Recorder::write_timestamp`]).
     pub fn write_timestamp(&self, ts: &crate::Timestamps, index: u32) -> Result<()> {
         self.record(|r| r.write_timestamp(ts, index))
@@ -209,5 +219,8 @@ impl Recorder for Ctx {
     }
     fn write_timestamp(&mut self, ts: &crate::Timestamps, index: u32) -> Result<()> {
         Ctx::write_timestamp(self, ts, index)
+    }
+    fn batch<K: crate::batch::BatchKind>(&mut self, kind: &Arc<K>, item: K::Item) -> Result<()> {
+        Ctx::batch(self, kind, item)
     }
 }

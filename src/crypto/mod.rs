@@ -98,15 +98,17 @@
 //! # Ok::<(), vkasync::Error>(())
 //! ```
 
+mod batch;
 mod host;
+mod record;
 
 pub use host::{ctr_add, digest_bytes, pack_le_words, unpack_le_words};
+pub use record::{PendingOpen, PendingSeal, RecordKeys, SealedRecord as Sealed};
 
-use crate::{
-    kernels, Arg, BindingKind, Buffer, CommandList, Device, Error, Kernel, KernelSource, MemoryKind, Readback,
-    Recorder, Result,
-};
+use crate::{kernels, Arg, Buffer, CommandList, Device, Error, Kernel, MemoryKind, Recorder, Result};
+use batch::{AesPart, CryptoBatch, HashPart, Item, Ticket};
 use std::ops::Range;
+use std::sync::Arc;
 
 /// The three crypto pipelines of one device. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -122,47 +124,31 @@ pub struct Crypto {
     chunk_bytes: usize,
     /// Blocks of one message that one SHA-256 / HMAC dispatch compresses at most.
     sha256_window: u32,
+    /// The coalesced path: every call of every task in one flush, encoded together.
+    batch: Arc<CryptoBatch>,
 }
 
-/// The AES-CTR pipeline and how to drive it.
+/// The AES-CTR pipeline for device buffers ([`Crypto::record_aes_ctr`]).
 #[derive(Debug, Clone)]
 struct AesKernel {
     kernel: Kernel,
-    /// `aes_ctr_v1`'s interface (28 bytes of push constants, one block per invocation).
-    v1: bool,
-    /// How binding 0 (key schedule and T-table) is bound: a uniform buffer for `aes_ctr`.
-    key_kind: BindingKind,
-    /// Blocks per invocation; `None`: [`host::aes_blocks_per_invocation`] decides per call.
-    per_invocation: Option<u32>,
     /// The workgroups to keep per dispatch before P grows ([`host::AES_TARGET_GROUPS_GPU`]).
     target_groups: u64,
 }
 
 impl AesKernel {
-    fn new(device: &Device, source: &KernelSource, per_invocation: Option<u32>) -> Result<Self> {
+    fn new(device: &Device, source: &crate::KernelSource) -> Result<Self> {
         let kernel = Kernel::new(device, source)?;
-        let v1 = kernel.push_constant_size() == 28;
-        let key_kind = kernel.reflection().bindings.first().map_or(BindingKind::Uniform, |b| b.kind);
-        let per_invocation =
-            if v1 { Some(1) } else { per_invocation.map(|p| p.clamp(1, host::AES_MAX_BLOCKS_PER_INVOCATION)) };
         let target_groups = match device.info().device_type {
             crate::DeviceType::Cpu => host::AES_TARGET_GROUPS_CPU,
             _ => host::AES_TARGET_GROUPS_GPU,
         };
-        Ok(AesKernel { kernel, v1, key_kind, per_invocation, target_groups })
+        Ok(AesKernel { kernel, target_groups })
     }
 
     /// Blocks per invocation for `blocks` blocks in one buffer.
     fn blocks_per_invocation(&self, blocks: u64) -> u32 {
-        self.per_invocation.unwrap_or_else(|| host::aes_blocks_per_invocation(blocks, self.target_groups))
-    }
-
-    /// Binding 0: the key buffer, bound the way the kernel declares it.
-    fn key_arg(&self, key: &AesKeyBuffer) -> Arg {
-        match self.key_kind {
-            BindingKind::Storage => Arg::storage(&key.buffer),
-            BindingKind::Uniform => Arg::uniform(&key.buffer),
-        }
+        host::aes_blocks_per_invocation(blocks, self.target_groups)
     }
 }
 
@@ -179,12 +165,13 @@ impl Crypto {
             if limits.max_compute_shared_memory_size >= 32 * 1024 { &kernels::AES_CTR } else { &kernels::AES_CTR_C16 };
         Ok(Crypto {
             device: device.clone(),
-            aes: AesKernel::new(device, aes, None)?,
+            aes: AesKernel::new(device, aes)?,
             sha256: Kernel::new(device, &kernels::SHA256_BATCH)?,
             hmac: Kernel::new(device, &kernels::HMAC_SHA256_BATCH)?,
             max_groups,
             chunk_bytes: chunk_limit(device),
             sha256_window: host::SHA256_WINDOW_BLOCKS,
+            batch: Arc::new(CryptoBatch::new(device, max_groups, host::SHA256_WINDOW_BLOCKS)?),
         })
     }
 
@@ -198,24 +185,8 @@ impl Crypto {
     #[doc(hidden)]
     pub fn with_max_groups_per_dispatch(mut self, groups: u32) -> Self {
         self.max_groups = groups.clamp(1, host::MAX_GROUPS.min(self.device.limits().max_compute_work_group_count[0]));
+        self.batch = Arc::new(self.batch.reconfigured(self.max_groups, self.sha256_window));
         self
-    }
-
-    /// For benchmarks and tests: drive AES-CTR with another build of the kernel (`kernels::AES_CTR`,
-    /// `kernels::AES_CTR_C16` or the first version `kernels::AES_CTR_V1`) and a fixed number of
-    /// blocks per invocation (`None`: chosen per call; ignored by `AES_CTR_V1`).
-    #[doc(hidden)]
-    pub fn with_aes_kernel(mut self, source: &KernelSource, blocks_per_invocation: Option<u32>) -> Result<Self> {
-        self.aes = AesKernel::new(&self.device, source, blocks_per_invocation)?;
-        Ok(self)
-    }
-
-    /// For benchmarks: the AES kernel in use and the blocks per invocation it gets for
-    /// `byte_len` bytes in one buffer.
-    #[doc(hidden)]
-    pub fn aes_kernel_choice(&self, byte_len: usize) -> (&str, u32) {
-        let blocks = byte_len.div_ceil(16) as u64;
-        (self.aes.kernel.name(), self.aes.blocks_per_invocation(blocks))
     }
 
     /// For tests: split the data of [`Crypto::prepare_aes_ctr`] and the batches of
@@ -234,6 +205,7 @@ impl Crypto {
     #[doc(hidden)]
     pub fn with_sha256_blocks_per_dispatch(mut self, blocks: u32) -> Self {
         self.sha256_window = blocks.clamp(1, host::SHA256_WINDOW_BLOCKS);
+        self.batch = Arc::new(self.batch.reconfigured(self.max_groups, self.sha256_window));
         self
     }
 
@@ -291,14 +263,9 @@ impl Crypto {
         })?;
         let c = host::ctr_words(iv);
         let aes = &self.aes;
-        if aes.v1 {
-            let mut push = [blocks, key.rounds, c[0], c[1], c[2], c[3], 0];
-            let args = [aes.key_arg(key), Arg::storage(data)];
-            return self.dispatch_split(rec, &aes.kernel, blocks, host::LOCAL_SIZE, &args, &mut push, 6);
-        }
         let per_inv = aes.blocks_per_invocation(blocks as u64);
         let mut push = [blocks, key.rounds, c[0], c[1], c[2], c[3], 0, per_inv];
-        let args = [aes.key_arg(key), Arg::storage(data)];
+        let args = [Arg::uniform(&key.buffer), Arg::storage(data)];
         self.dispatch_split(rec, &aes.kernel, blocks, host::LOCAL_SIZE * per_inv, &args, &mut push, 6)
     }
 
@@ -353,12 +320,16 @@ impl Crypto {
 
     // ------------------------------------------------------------------ prepare / finish
 
-    /// Uploads `data`, records AES-CTR over it and its read-back. [`PendingAesCtr::finish`]
-    /// gives the result once the recorder's work has completed. Empty `data` records nothing.
+    /// Stages `data` and adds AES-CTR over it to the recorder's coalesced crypto work (see
+    /// [`crate::batch`]): every call in one flush, from any number of tasks, runs as one
+    /// dispatch. [`PendingAesCtr::finish`] gives the result once the recorder's work has
+    /// completed. Empty `data` records nothing.
     ///
-    /// Data longer than one dispatch can bind (`maxStorageBufferRange`: 128 MiB on lavapipe) is
-    /// split into several buffers, each encrypted from its own counter block (`iv` plus the
-    /// chunk's first block), which gives the same stream as one buffer.
+    /// The data is written once into reused staging memory (no buffer per call) and the
+    /// result is read once out of it. Data longer than one staging slot can hold
+    /// (`maxStorageBufferRange`: 128 MiB on lavapipe) is split over several, each encrypted
+    /// from its own counter block (`iv` plus the piece's first block), which gives the same
+    /// stream as one piece.
     pub fn prepare_aes_ctr<R: Recorder + ?Sized>(
         &self,
         rec: &mut R,
@@ -366,30 +337,31 @@ impl Crypto {
         iv: &[u8; 16],
         data: &[u8],
     ) -> Result<PendingAesCtr> {
-        if data.is_empty() {
-            return Ok(PendingAesCtr { readbacks: Vec::new(), len: 0 });
-        }
-        let key = key.upload(rec)?;
-        let mut readbacks = Vec::with_capacity(data.len().div_ceil(self.chunk_bytes));
-        for (k, chunk) in data.chunks(self.chunk_bytes).enumerate() {
-            let words = 4 * chunk.len().div_ceil(16);
-            let buffer = Buffer::<u32>::new(rec.device(), words, MemoryKind::Device)?;
-            // Whole words straight from `data` where the host allows it (no copy here); the
-            // rest packed and zero-padded to the end of the last block.
-            let direct = host::as_le_words(chunk).unwrap_or(&[]);
-            if !direct.is_empty() {
-                rec.upload(&buffer, direct)?;
-            }
-            let mut tail = pack_le_words(&chunk[4 * direct.len()..], 1);
-            tail.resize(words - direct.len(), 0);
-            if !tail.is_empty() {
-                rec.upload_at(&buffer, direct.len(), &tail)?;
-            }
+        let key = Arc::new(key.clone());
+        let mut pieces = Vec::with_capacity(data.len().div_ceil(self.chunk_bytes));
+        for (k, piece) in data.chunks(self.chunk_bytes).enumerate() {
             let counter = ctr_add(iv, (k * self.chunk_bytes / 16) as u64);
-            self.record_aes_ctr(rec, &key, &counter, &buffer, chunk.len())?;
-            readbacks.push((rec.read_back(&buffer)?, chunk.len()));
+            pieces.push((self.stage_aes(rec, &key, &counter, piece)?, piece.len()));
         }
-        Ok(PendingAesCtr { readbacks, len: data.len() })
+        Ok(PendingAesCtr { pieces, len: data.len() })
+    }
+
+    /// Stages one piece of AES-CTR data and adds it to the batch.
+    fn stage_aes<R: Recorder + ?Sized>(
+        &self,
+        rec: &mut R,
+        key: &Arc<AesKey>,
+        counter: &[u8; 16],
+        data: &[u8],
+    ) -> Result<Ticket> {
+        let slot = self.batch.arena.reserve(data.len() as u64)?;
+        slot.write(0, data)?;
+        slot.zero(data.len() as u64, slot.len - data.len() as u64)?;
+        let mut item = Item::new(slot);
+        item.aes.push(AesPart { at: 0, len: data.len() as u64, key: key.clone(), counter: *counter });
+        let ticket = item.ticket();
+        rec.batch(&self.batch, item)?;
+        Ok(ticket)
     }
 
     /// Uploads `messages` as one batch and records their SHA-256 and its read-back. No
@@ -423,28 +395,52 @@ impl Crypto {
         key: Option<&HmacKey>,
         messages: &[M],
     ) -> Result<PendingDigests> {
-        let mut readbacks = Vec::new();
+        let key = key.map(|k| Arc::new(k.clone()));
+        let limit = (self.batch.arena.max_slot() as usize).min(self.chunk_bytes);
+        let mut batches = Vec::new();
         let mut rest = messages;
         while !rest.is_empty() {
-            let n = batch_prefix(rest, self.chunk_bytes);
+            let n = batch_prefix(rest, limit);
             let (part, tail) = rest.split_at(n);
             rest = tail;
             if let [m] = part {
-                if m.as_ref().len() > self.chunk_bytes {
-                    let limit = self.chunk_bytes as u64;
+                if m.as_ref().len() > limit {
+                    let limit = limit as u64;
                     return Err(Error::TooLarge { what: "message", requested: m.as_ref().len() as u64, limit });
                 }
             }
-            let batch = MessageBatch::new(part)?;
-            let on_device = batch.upload(rec)?;
-            let digests = Buffer::<[u32; 8]>::new(rec.device(), batch.len(), MemoryKind::Device)?;
-            match key {
-                None => self.record_sha256(rec, &on_device.bytes, &on_device.index, &digests)?,
-                Some(key) => self.record_hmac_sha256(rec, key, &on_device.bytes, &on_device.index, &digests)?,
-            }
-            readbacks.push(rec.read_back(&digests)?);
+            batches.push(self.stage_digests(rec, key.as_ref(), part)?);
         }
-        Ok(PendingDigests { readbacks })
+        Ok(PendingDigests { batches })
+    }
+
+    /// Stages messages (their bytes, then room for their digests) in one slot and adds their
+    /// hashes to the batch.
+    fn stage_digests<R: Recorder + ?Sized, M: AsRef<[u8]>>(
+        &self,
+        rec: &mut R,
+        key: Option<&Arc<HmacKey>>,
+        messages: &[M],
+    ) -> Result<(Ticket, u64, usize)> {
+        let bytes: u64 = messages.iter().map(|m| m.as_ref().len() as u64).sum();
+        let digests_at = bytes.next_multiple_of(4);
+        let slot = self.batch.arena.reserve(digests_at + 32 * messages.len() as u64)?;
+        let mut item = Item::new(slot);
+        let mut at = 0u64;
+        for (i, m) in messages.iter().enumerate() {
+            let m = m.as_ref();
+            if !m.is_empty() {
+                item.slot.write(at, m)?;
+            }
+            let digest_at = digests_at + 32 * i as u64;
+            item.hashes.push(HashPart { at, len: m.len() as u64, digest_at, key: key.cloned() });
+            at += m.len() as u64;
+        }
+        // The tail of the last message's word is read (never hashed): keep it defined.
+        item.slot.zero(at, digests_at - at)?;
+        let ticket = item.ticket();
+        rec.batch(&self.batch, item)?;
+        Ok((ticket, digests_at, messages.len()))
     }
 
     /// Encrypt-then-MAC of `records` in one recording: the records are uploaded into one buffer,
@@ -466,7 +462,7 @@ impl Crypto {
         records: &[M],
     ) -> Result<PendingEncryptThenMac> {
         if records.is_empty() {
-            return Ok(PendingEncryptThenMac { ciphertext: None, macs: None, ranges: Vec::new(), iv: *iv });
+            return Ok(PendingEncryptThenMac { ticket: None, macs_at: 0, ranges: Vec::new(), iv: *iv });
         }
         let mut ranges = Vec::with_capacity(records.len());
         let mut next = 0usize;
@@ -476,25 +472,29 @@ impl Crypto {
             ranges.push(start..end);
             next = end.checked_next_multiple_of(16).ok_or_else(|| too_large("records", u64::MAX))?;
         }
-        if next > u32::MAX as usize {
-            return Err(too_large("records (with 16-byte alignment)", next as u64));
+        let stream_len = ranges.last().map_or(0, |r| r.end) as u64;
+        let macs_at = (next as u64).max(16);
+        let slot = self.batch.arena.reserve(macs_at + 32 * ranges.len() as u64)?;
+        slot.zero(0, macs_at)?;
+        let mut item = Item::new(slot);
+        for (r, m) in ranges.iter().zip(records) {
+            if !r.is_empty() {
+                item.slot.write(r.start as u64, m.as_ref())?;
+            }
         }
-        let stream_len = ranges.last().map_or(0, |r| r.end);
-        let words =
-            host::pack_le_parts((next / 4).max(1), ranges.iter().zip(records).map(|(r, m)| (r.start, m.as_ref())));
-        let data = Buffer::<u32>::new(rec.device(), words.len(), MemoryKind::Device)?;
-        rec.upload(&data, &words)?;
-        let key = aes_key.upload(rec)?;
-        self.record_aes_ctr(rec, &key, iv, &data, stream_len)?;
-        let index = MessageIndex::upload(rec, &ranges)?;
-        let macs = Buffer::<[u32; 8]>::new(rec.device(), ranges.len(), MemoryKind::Device)?;
-        self.record_hmac_sha256(rec, mac_key, &data, &index, &macs)?;
-        Ok(PendingEncryptThenMac {
-            ciphertext: Some(rec.read_back(&data)?),
-            macs: Some(rec.read_back(&macs)?),
-            ranges,
-            iv: *iv,
-        })
+        let mac_key = Arc::new(mac_key.clone());
+        item.aes.push(AesPart { at: 0, len: stream_len, key: Arc::new(aes_key.clone()), counter: *iv });
+        for (i, r) in ranges.iter().enumerate() {
+            item.hashes.push(HashPart {
+                at: r.start as u64,
+                len: r.len() as u64,
+                digest_at: macs_at + 32 * i as u64,
+                key: Some(mac_key.clone()),
+            });
+        }
+        let ticket = item.ticket();
+        rec.batch(&self.batch, item)?;
+        Ok(PendingEncryptThenMac { ticket: Some(ticket), macs_at, ranges, iv: *iv })
     }
 
     // ------------------------------------------------------------------ async, inside executor tasks
@@ -891,31 +891,57 @@ pub struct DeviceMessages {
 // ---------------------------------------------------------------------- pending results
 
 /// The result of [`Crypto::prepare_aes_ctr`], available once the recorded work has completed.
-#[derive(Debug)]
 #[must_use = "call finish() after the recorded work has completed to get the result"]
 pub struct PendingAesCtr {
-    /// One read-back per chunk buffer, with the chunk's length in bytes.
-    readbacks: Vec<(Readback<u32>, usize)>,
+    /// One staged piece per slot, with its length in bytes.
+    pieces: Vec<(Ticket, usize)>,
     len: usize,
+}
+
+impl std::fmt::Debug for PendingAesCtr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingAesCtr").field("len", &self.len).finish_non_exhaustive()
+    }
 }
 
 impl PendingAesCtr {
     /// The output bytes. [`Error::NotReady`] if the work has not completed.
     pub fn finish(self) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(self.len);
-        for (rb, len) in self.readbacks {
-            host::extend_unpacked(&mut out, &rb.into_vec()?, len);
-        }
+        let mut out = vec![0u8; self.len];
+        self.finish_into(&mut out)?;
         Ok(out)
+    }
+
+    /// Writes the output into `out` (as long as the input, else [`Error::SizeMismatch`]): one
+    /// copy from staging, no allocation. [`Error::NotReady`] if the work has not completed.
+    pub fn finish_into(self, out: &mut [u8]) -> Result<()> {
+        if out.len() != self.len {
+            return Err(Error::SizeMismatch {
+                what: "AES-CTR output",
+                expected: self.len as u64,
+                got: out.len() as u64,
+            });
+        }
+        let mut at = 0;
+        for (ticket, len) in &self.pieces {
+            ticket.read(0, &mut out[at..at + len])?;
+            at += len;
+        }
+        Ok(())
     }
 }
 
 /// The result of [`Crypto::prepare_sha256_many`] or [`Crypto::prepare_hmac_sha256_many`].
-#[derive(Debug)]
 #[must_use = "call finish() after the recorded work has completed to get the result"]
 pub struct PendingDigests {
-    /// One read-back per batch of consecutive messages.
-    readbacks: Vec<Readback<[u32; 8]>>,
+    /// One staged slot per batch of consecutive messages: where its digests start, and how many.
+    batches: Vec<(Ticket, u64, usize)>,
+}
+
+impl std::fmt::Debug for PendingDigests {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingDigests").finish_non_exhaustive()
+    }
 }
 
 impl PendingDigests {
@@ -923,8 +949,10 @@ impl PendingDigests {
     /// completed.
     pub fn finish(self) -> Result<Vec<[u8; 32]>> {
         let mut out = Vec::new();
-        for rb in self.readbacks {
-            out.extend(rb.into_vec()?.iter().map(|d| digest_bytes(d)));
+        for (ticket, at, n) in &self.batches {
+            for i in 0..*n as u64 {
+                out.push(ticket.digest(at + 32 * i)?);
+            }
         }
         Ok(out)
     }
@@ -942,33 +970,36 @@ pub struct SealedRecord {
 }
 
 /// The result of [`Crypto::prepare_encrypt_then_mac`].
-#[derive(Debug)]
 #[must_use = "call finish() after the recorded work has completed to get the result"]
 pub struct PendingEncryptThenMac {
-    ciphertext: Option<Readback<u32>>,
-    macs: Option<Readback<[u32; 8]>>,
+    ticket: Option<Ticket>,
+    macs_at: u64,
     ranges: Vec<Range<usize>>,
     iv: [u8; 16],
+}
+
+impl std::fmt::Debug for PendingEncryptThenMac {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingEncryptThenMac").field("records", &self.ranges.len()).finish_non_exhaustive()
+    }
 }
 
 impl PendingEncryptThenMac {
     /// The sealed records, in order. [`Error::NotReady`] if the work has not completed.
     pub fn finish(self) -> Result<Vec<SealedRecord>> {
-        let (Some(ct), Some(macs)) = (self.ciphertext, self.macs) else {
+        let Some(ticket) = self.ticket else {
             return Ok(Vec::new());
         };
-        let words = ct.into_vec()?;
-        let macs = macs.into_vec()?;
-        let stream = unpack_le_words(&words, words.len() * 4);
-        Ok(self
-            .ranges
-            .into_iter()
-            .zip(macs)
-            .map(|(r, mac)| SealedRecord {
+        let mut out = Vec::with_capacity(self.ranges.len());
+        for (i, r) in self.ranges.into_iter().enumerate() {
+            let mut ciphertext = vec![0u8; r.len()];
+            ticket.read(r.start as u64, &mut ciphertext)?;
+            out.push(SealedRecord {
                 counter: ctr_add(&self.iv, (r.start / 16) as u64),
-                ciphertext: stream[r].to_vec(),
-                mac: digest_bytes(&mac),
-            })
-            .collect())
+                ciphertext,
+                mac: ticket.digest(self.macs_at + 32 * i as u64)?,
+            });
+        }
+        Ok(out)
     }
 }

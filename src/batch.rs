@@ -1,0 +1,212 @@
+//! Coalesced launches: operations that many tasks record in one flush, encoded together.
+//!
+//! # The protocol
+//!
+//! A *batch kind* ([`BatchKind`]) is a value (usually holding its kernels) that knows how to
+//! encode many small items of one kind of work as a few commands. A task hands an item to the
+//! recording epoch with [`crate::Ctx::batch`] (or to a blocking [`crate::CommandList`] with
+//! [`crate::CommandList::batch`]) instead of recording commands itself; then it awaits
+//! [`crate::Ctx::synchronize`] like after any recording.
+//!
+//! 1. Items are gathered per kind, in the order they were added, in the epoch now recording.
+//!    Two kinds are the same kind when they are the same `Arc` (so two `Crypto` values, each
+//!    with its own pipelines, gather separately).
+//! 2. When the epoch is flushed, before its commands are written into the command buffer, each
+//!    kind's [`BatchKind::encode`] is called once with all its items and an [`Encoder`], through
+//!    which it records (dispatches, copies) as any task would: the same checks, the same
+//!    barrier phases, the same lifetime rules (buffers are kept alive by the submission and
+//!    released by timeline value). It runs on the flushing thread, under the queue's lock: it
+//!    must be short and must not block.
+//! 3. If `encode` fails, [`BatchKind::fail`] gives every item the error, and what `encode`
+//!    recorded before the error still runs (it only touched its own buffers). The other
+//!    kinds and the tasks' own commands are not affected.
+//! 4. The work of the items completes with the flush's timeline value, so one host wait covers
+//!    it together with everything else in the flush.
+//!
+//! An item must be self-contained: it may not depend on commands the task recorded before it
+//! in the same epoch (the batch is encoded before them, in its own phases), and the task must
+//! not touch what the item writes before its `synchronize` resolves. The usual shape is that
+//! the task writes the item's input into staging memory it reserved ([`crate::staging`]),
+//! and reads the output from there after the wait; the kind's `encode` points one dispatch at
+//! all items' regions through a per-flush table.
+//!
+//! # Example: a user's own kernel joins
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use vkasync::batch::{BatchKind, Encoder};
+//! use vkasync::{kernels, Arg, Buffer, Error, Executor, Kernel, MemoryKind, Result};
+//!
+//! /// Runs `mix` (K = 1) over many tasks' buffers: here one dispatch per buffer, all encoded
+//! /// together at the flush; a real kind would put the items in a table and dispatch once.
+//! struct Mix(Kernel);
+//!
+//! impl BatchKind for Mix {
+//!     type Item = Arc<Buffer<u32>>;
+//!     fn encode(&self, items: &mut Vec<Arc<Buffer<u32>>>, enc: &mut Encoder<'_>) -> Result<()> {
+//!         for buf in items.iter() {
+//!             let n = buf.len() as u32;
+//!             let push: Vec<u8> = [n, 1u32].iter().flat_map(|w| w.to_le_bytes()).collect();
+//!             enc.dispatch(&self.0, [n.div_ceil(256), 1, 1], &[Arg::storage(&**buf)], &push)?;
+//!         }
+//!         Ok(())
+//!     }
+//!     fn fail(&self, _items: Vec<Arc<Buffer<u32>>>, _error: &Error) {}
+//! }
+//!
+//! let device = vkasync::Device::new()?;
+//! let mix = Arc::new(Mix(Kernel::new(&device, &kernels::MIX)?));
+//! let exec = Executor::new(&device)?;
+//! let ctx = exec.context();
+//! let buf = Arc::new(Buffer::<u32>::from_slice(&device, &[1, 2, 3])?);
+//! exec.block_on(async {
+//!     ctx.batch(&mix, buf.clone())?;
+//!     ctx.synchronize().await
+//! })?;
+//! # Ok::<(), vkasync::Error>(())
+//! ```
+
+use crate::buffer::{Buffer, RawBuffer};
+use crate::commands::{Readback, Recorder, Recording};
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::kernel::{Arg, Kernel};
+use bytemuck::Pod;
+use std::any::Any;
+use std::sync::Arc;
+
+/// A kind of work that many tasks record as small items and one flush encodes together. See
+/// the [module docs](self).
+pub trait BatchKind: Send + Sync + 'static {
+    /// One task's share of the work.
+    type Item: Send + 'static;
+
+    /// Records the work of `items` (every item of this kind in one flush, in the order they
+    /// were added). Called under the queue's lock: keep it short. On error, [`BatchKind::fail`]
+    /// gets the items that are left in `items`.
+    fn encode(&self, items: &mut Vec<Self::Item>, enc: &mut Encoder<'_>) -> Result<()>;
+
+    /// `encode` failed with `error`: tell each item (they will not run).
+    fn fail(&self, items: Vec<Self::Item>, error: &Error);
+}
+
+/// Records a batch's commands into the flush being encoded. It offers the recording vocabulary
+/// of a task ([`Recorder`]).
+pub struct Encoder<'a> {
+    rec: &'a mut Recording,
+}
+
+impl std::fmt::Debug for Encoder<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Encoder").finish_non_exhaustive()
+    }
+}
+
+impl Encoder<'_> {
+    /// Copies byte ranges `(src_offset, dst_offset, len)` between two buffers as one command.
+    pub(crate) fn copy_ranges(
+        &mut self,
+        src: &Arc<RawBuffer>,
+        dst: &Arc<RawBuffer>,
+        ranges: &[(u64, u64, u64)],
+    ) -> Result<()> {
+        self.rec.copy_ranges(src, dst, ranges)
+    }
+
+    /// The host reads results of this flush in place (mapped memory): the flush ends with a
+    /// barrier to host reads.
+    pub(crate) fn host_will_read(&mut self) {
+        self.rec.host_read = true;
+    }
+
+    /// A cell that holds the flush's timeline value once it is submitted (0 before; it stays 0
+    /// if the flush is dropped unsubmitted). Items keep it to tell when their results are
+    /// ready.
+    pub(crate) fn completion(&mut self) -> Arc<std::sync::atomic::AtomicU64> {
+        self.rec.completion()
+    }
+
+    /// Records a dispatch (checked like [`crate::CommandList::dispatch`]).
+    pub fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], args: &[Arg], push: &[u8]) -> Result<()> {
+        self.rec.dispatch(kernel, groups, args, push)
+    }
+}
+
+impl Recorder for Encoder<'_> {
+    fn device(&self) -> &Device {
+        &self.rec.device
+    }
+    fn upload_at<T: Pod>(&mut self, dst: &Buffer<T>, offset: usize, data: &[T]) -> Result<()> {
+        self.rec.upload(dst, offset, data)
+    }
+    fn copy_region<T: Pod>(
+        &mut self,
+        src: &Buffer<T>,
+        src_offset: usize,
+        dst: &Buffer<T>,
+        dst_offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        self.rec.copy_region(src, src_offset, dst, dst_offset, len)
+    }
+    fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], args: &[Arg], push: &[u8]) -> Result<()> {
+        self.rec.dispatch(kernel, groups, args, push)
+    }
+    fn read_back<T: Pod>(&mut self, src: &Buffer<T>) -> Result<Readback<T>> {
+        self.rec.read_back(src)
+    }
+    fn write_timestamp(&mut self, ts: &crate::Timestamps, index: u32) -> Result<()> {
+        self.rec.write_timestamp(ts, index)
+    }
+    /// Always [`Error::InvalidArgument`]: a batch cannot add items to the flush it is encoded in.
+    fn batch<K: BatchKind>(&mut self, _kind: &Arc<K>, _item: K::Item) -> Result<()> {
+        Err(Error::InvalidArgument("a batch kind's encode cannot add batch items to its own flush".into()))
+    }
+}
+
+/// The items of one kind gathered in one epoch, with the kind's type erased.
+pub(crate) trait Gathered: Send {
+    /// The kind's identity (its `Arc`'s address).
+    fn key(&self) -> usize;
+    fn len(&self) -> usize;
+    fn as_any(&mut self) -> &mut dyn Any;
+    /// Encodes the items into `rec` (see the protocol).
+    fn encode(self: Box<Self>, rec: &mut Recording);
+}
+
+struct Items<K: BatchKind> {
+    kind: Arc<K>,
+    items: Vec<K::Item>,
+}
+
+impl<K: BatchKind> Gathered for Items<K> {
+    fn key(&self) -> usize {
+        Arc::as_ptr(&self.kind) as *const () as usize
+    }
+    fn len(&self) -> usize {
+        self.items.len()
+    }
+    fn as_any(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn encode(self: Box<Self>, rec: &mut Recording) {
+        let Items { kind, mut items } = *self;
+        let mut enc = Encoder { rec };
+        if let Err(e) = kind.encode(&mut items, &mut enc) {
+            log::warn!("vkasync: a batch of {} item(s) failed to encode: {e}", items.len());
+            kind.fail(items, &e);
+        }
+    }
+}
+
+/// Adds `item` to the epoch's items of `kind`.
+pub(crate) fn push<K: BatchKind>(batches: &mut Vec<Box<dyn Gathered>>, kind: &Arc<K>, item: K::Item) {
+    let key = Arc::as_ptr(kind) as *const () as usize;
+    if let Some(g) = batches.iter_mut().find(|g| g.key() == key) {
+        if let Some(items) = g.as_any().downcast_mut::<Items<K>>() {
+            items.items.push(item);
+            return;
+        }
+    }
+    batches.push(Box::new(Items { kind: kind.clone(), items: vec![item] }));
+}

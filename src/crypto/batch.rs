@@ -1,0 +1,369 @@
+//! The batch table: every crypto call of every task in one flush, as one AES-CTR dispatch and
+//! one SHA-256/HMAC dispatch (per staging chunk, and per window of long messages).
+//!
+//! A call ([`super::Crypto::prepare_aes_ctr`] and friends) reserves a staging slot
+//! ([`crate::staging`]), writes its input there, and adds one [`Item`] to the flush through
+//! [`crate::Recorder::batch`]. An item lists its parts:
+//!
+//! - `mac_first`: SHA-256/HMAC of ranges of the slot, run before AES (decrypt-side: verify
+//!   the MAC of the ciphertext, then decrypt it in place);
+//! - `aes`: AES-CTR in place over ranges of the slot, each with its own key and counter;
+//! - `hashes`: SHA-256/HMAC of ranges of the slot, run after AES (encrypt-then-MAC);
+//!
+//! each digest written into the slot where the item asked. At the flush, [`CryptoBatch::encode`]
+//! builds the per-flush tables (key schedules and HMAC midstates, deduplicated by key; one row
+//! per AES range with its key, counter, place and length; one row per message) and records,
+//! per staging chunk: the `mac_first` hashes, the AES ranges, the hashes, and on a discrete GPU
+//! one copy of every item's slot into the chunk's host-cached twin. The recording orders them
+//! (they all use the chunk) and ends with a barrier to host reads. When the flush completes,
+//! the caller reads its results out of its slot ([`Ticket`]).
+
+use super::host;
+use super::{AesKey, HmacKey};
+use crate::batch::{BatchKind, Encoder};
+use crate::error::{Error, Result};
+use crate::staging::{Arena, Slot};
+use crate::{kernels, Arg, Buffer, Device, Kernel, MemoryKind, Recorder};
+use smallvec::SmallVec;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// AES-CTR over `len` bytes at byte `at` of the slot (a multiple of 16), from `counter`.
+pub(crate) struct AesPart {
+    pub at: u64,
+    pub len: u64,
+    pub key: Arc<AesKey>,
+    pub counter: [u8; 16],
+}
+
+/// SHA-256 (no key) or HMAC-SHA256 of `len` bytes at byte `at` of the slot; the digest (eight
+/// big-endian words) goes to byte `digest_at` (a multiple of 4, apart from every message).
+pub(crate) struct HashPart {
+    pub at: u64,
+    pub len: u64,
+    pub digest_at: u64,
+    pub key: Option<Arc<HmacKey>>,
+}
+
+/// What a task and its item share: an encoding error, and the timeline value of the flush.
+#[derive(Default)]
+pub(crate) struct ItemState {
+    error: OnceLock<Error>,
+    /// The flush's submission value (0 until submitted).
+    value: OnceLock<Arc<AtomicU64>>,
+}
+
+/// One call's work in one flush.
+pub(crate) struct Item {
+    pub slot: Slot,
+    pub mac_first: SmallVec<[HashPart; 1]>,
+    pub aes: SmallVec<[AesPart; 1]>,
+    pub hashes: SmallVec<[HashPart; 1]>,
+    pub state: Arc<ItemState>,
+}
+
+impl Item {
+    pub fn new(slot: Slot) -> Self {
+        Item {
+            slot,
+            mac_first: SmallVec::new(),
+            aes: SmallVec::new(),
+            hashes: SmallVec::new(),
+            state: Arc::new(ItemState::default()),
+        }
+    }
+
+    /// The caller's side of the item.
+    pub fn ticket(&self) -> Ticket {
+        Ticket { slot: self.slot.clone(), state: self.state.clone() }
+    }
+}
+
+/// The caller's side of an [`Item`]: reads its results once its flush has completed.
+pub(crate) struct Ticket {
+    slot: Slot,
+    state: Arc<ItemState>,
+}
+
+impl Ticket {
+    /// `Ok` once the item's flush has completed; [`Error::NotReady`] before; the encoding
+    /// error if its batch failed.
+    fn ready(&self) -> Result<()> {
+        if let Some(e) = self.state.error.get() {
+            return Err(e.clone());
+        }
+        let value = self.state.value.get().map_or(0, |v| v.load(Ordering::Acquire));
+        if value == 0 {
+            return Err(Error::NotReady);
+        }
+        let device = &self.slot.chunk.work.device;
+        if value <= device.shared.cached_completed() || value <= device.shared.completed_value()? {
+            Ok(())
+        } else {
+            Err(Error::NotReady)
+        }
+    }
+
+    /// Copies `out.len()` result bytes at byte `at` of the slot into `out`.
+    pub fn read(&self, at: u64, out: &mut [u8]) -> Result<()> {
+        self.ready()?;
+        // SAFETY: the flush that carried the item completed (checked just above), it ended with
+        // a barrier to host reads, and nothing else writes the slot: the item owned it alone.
+        unsafe { self.slot.read(at, out) }
+    }
+
+    /// Eight big-endian words at byte `at` of the slot, as the usual 32 digest bytes.
+    pub fn digest(&self, at: u64) -> Result<[u8; 32]> {
+        let mut raw = [0u8; 32];
+        self.read(at, &mut raw)?;
+        let words: [u32; 8] = bytemuck::cast(raw);
+        Ok(host::digest_bytes(&words))
+    }
+
+    /// Overwrites the slot's readable copy with zeros (plaintext that must not be released).
+    pub fn scrub(&self) {
+        if self.ready().is_ok() {
+            let buf = self.slot.chunk.result_buffer();
+            // SAFETY: the flush completed (checked), and the slot belongs to this item alone.
+            let _ = unsafe { buf.zero_range(self.slot.offset, self.slot.len) };
+        }
+    }
+}
+
+/// The batch kind of one [`super::Crypto`]: its multi-record kernels and staging arena.
+pub(crate) struct CryptoBatch {
+    pub arena: Arena,
+    aes: Kernel,
+    hash: Kernel,
+    /// Te0 as the AES kernel's uniform table.
+    table: Arc<Buffer<u32>>,
+    max_groups: u32,
+    pub window: u32,
+}
+
+impl std::fmt::Debug for CryptoBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CryptoBatch").finish_non_exhaustive()
+    }
+}
+
+impl CryptoBatch {
+    pub fn new(device: &Device, max_groups: u32, window: u32) -> Result<Self> {
+        let limits = device.limits();
+        let aes = if limits.max_compute_shared_memory_size >= 32 * 1024 {
+            &kernels::AES_CTR_MULTI
+        } else {
+            &kernels::AES_CTR_MULTI_C16
+        };
+        let te0 = host::aes_key_tables(&[0; 60])[60..].to_vec();
+        let table = Buffer::<u32>::new_uninit(device, te0.len(), MemoryKind::Upload)?;
+        table.write(&te0)?;
+        let table = Arc::new(table);
+        Ok(CryptoBatch {
+            arena: Arena::new(device),
+            aes: Kernel::new(device, aes)?,
+            hash: Kernel::new(device, &kernels::SHA256_MULTI)?,
+            table,
+            max_groups,
+            window,
+        })
+    }
+}
+
+impl CryptoBatch {
+    /// The same kernels with other dispatch limits (tests), and an arena of its own.
+    pub fn reconfigured(&self, max_groups: u32, window: u32) -> Self {
+        CryptoBatch {
+            arena: Arena::new(self.table.device()),
+            aes: self.aes.clone(),
+            hash: self.hash.clone(),
+            table: self.table.clone(),
+            max_groups,
+            window,
+        }
+    }
+}
+
+/// A small host-written table for one flush.
+fn table<T: bytemuck::Pod + Default>(device: &Device, rows: &[T]) -> Result<Buffer<T>> {
+    let buf = Buffer::<T>::new_uninit(device, rows.len().max(1), MemoryKind::Upload)?;
+    if rows.is_empty() {
+        buf.write(&[T::default()])?;
+    } else {
+        buf.write(rows)?;
+    }
+    Ok(buf)
+}
+
+/// Per-flush key tables, deduplicated by key (the `Arc`'s address).
+#[derive(Default)]
+struct Keys {
+    aes: Vec<u32>,
+    aes_ix: HashMap<usize, u32>,
+    mac: Vec<u32>,
+    mac_ix: HashMap<usize, u32>,
+}
+
+impl Keys {
+    fn aes(&mut self, key: &Arc<AesKey>) -> u32 {
+        let n = self.aes_ix.len() as u32;
+        *self.aes_ix.entry(Arc::as_ptr(key) as usize).or_insert_with(|| {
+            let mut rk = key.schedule.clone();
+            rk.resize(60, 0);
+            self.aes.extend_from_slice(&rk);
+            n
+        })
+    }
+
+    fn mac(&mut self, key: &Option<Arc<HmacKey>>) -> u32 {
+        let Some(key) = key else { return u32::MAX };
+        let n = self.mac_ix.len() as u32;
+        *self.mac_ix.entry(Arc::as_ptr(key) as usize).or_insert_with(|| {
+            self.mac.extend_from_slice(&key.inner);
+            self.mac.extend_from_slice(&key.outer);
+            n
+        })
+    }
+}
+
+/// One chunk's rows.
+#[derive(Default)]
+struct Group {
+    mac_first: Vec<[u32; 4]>,
+    mac_first_max: u64,
+    aes: Vec<[u32; 4]>,
+    aes_blocks: u64,
+    hashes: Vec<[u32; 4]>,
+    hashes_max: u64,
+    /// Slot ranges to bring home (discrete GPUs).
+    home: Vec<(u64, u64)>,
+}
+
+fn to_u32(v: u64, what: &'static str) -> Result<u32> {
+    u32::try_from(v).map_err(|_| Error::TooLarge { what, requested: v, limit: u32::MAX as u64 })
+}
+
+impl Group {
+    fn hash_row(slot: &Slot, p: &HashPart, keys: &mut Keys) -> Result<[u32; 4]> {
+        Ok([
+            to_u32(slot.offset + p.at, "message offset in a staging chunk")?,
+            to_u32(p.len, "message")?,
+            keys.mac(&p.key),
+            to_u32((slot.offset + p.digest_at) / 4, "digest offset in a staging chunk")?,
+        ])
+    }
+}
+
+impl BatchKind for CryptoBatch {
+    type Item = Item;
+
+    fn encode(&self, items: &mut Vec<Item>, enc: &mut Encoder<'_>) -> Result<()> {
+        let completion = enc.completion();
+        for it in items.iter() {
+            let _ = it.state.value.set(completion.clone());
+        }
+        let mut keys = Keys::default();
+        let mut groups: Vec<(Arc<crate::staging::Chunk>, Group)> = Vec::new();
+        let mut group_ix: HashMap<usize, usize> = HashMap::new();
+        for it in items.iter() {
+            let slot = &it.slot;
+            let g = *group_ix.entry(Arc::as_ptr(&slot.chunk) as usize).or_insert_with(|| {
+                groups.push((slot.chunk.clone(), Group::default()));
+                groups.len() - 1
+            });
+            let group = &mut groups[g].1;
+            for p in &it.mac_first {
+                group.mac_first.push(Group::hash_row(slot, p, &mut keys)?);
+                group.mac_first_max = group.mac_first_max.max(p.len);
+            }
+            for p in &it.aes {
+                if p.len == 0 {
+                    continue;
+                }
+                let blocks = p.len.div_ceil(16);
+                let k = keys.aes(&p.key);
+                let c = host::ctr_words(&p.counter);
+                group.aes.push([
+                    to_u32(group.aes_blocks, "AES blocks in one flush")?,
+                    to_u32((slot.offset + p.at) / 16, "AES data offset in a staging chunk")?,
+                    to_u32(blocks, "AES range")?,
+                    (k << 8) | p.key.rounds,
+                ]);
+                group.aes.push(c);
+                group.aes_blocks += blocks;
+            }
+            for p in &it.hashes {
+                group.hashes.push(Group::hash_row(slot, p, &mut keys)?);
+                group.hashes_max = group.hashes_max.max(p.len);
+            }
+            if slot.chunk.home.is_some() {
+                group.home.push((slot.offset, slot.len));
+            }
+        }
+        let device = enc.device().clone();
+        let aes_keys = if keys.aes.is_empty() { None } else { Some(table(&device, &keys.aes)?) };
+        let mac_keys = table(&device, &keys.mac)?;
+        for (chunk, mut group) in groups {
+            let data = Arg { buffer: chunk.work.clone(), kind: crate::BindingKind::Storage };
+            self.hashes(enc, &mac_keys, &data, &group.mac_first, group.mac_first_max)?;
+            if let (false, Some(aes_keys)) = (group.aes.is_empty(), &aes_keys) {
+                let records = table(&device, &group.aes)?;
+                let nrecords = to_u32(group.aes.len() as u64 / 2, "AES ranges in one flush")?;
+                let total = to_u32(group.aes_blocks, "AES blocks in one flush")?;
+                let args = [Arg::uniform(&*self.table), Arg::storage(aes_keys), Arg::storage(&records), data.clone()];
+                for (base, groups) in host::dispatches(total, host::LOCAL_SIZE, self.max_groups) {
+                    let push = [nrecords, total, base];
+                    enc.dispatch(&self.aes, [groups, 1, 1], &args, bytemuck::cast_slice(&push))?;
+                }
+            }
+            self.hashes(enc, &mac_keys, &data, &group.hashes, group.hashes_max)?;
+            if let Some(home) = &chunk.home {
+                group.home.sort_unstable();
+                let mut ranges: Vec<(u64, u64, u64)> = Vec::with_capacity(group.home.len());
+                for (off, len) in group.home {
+                    match ranges.last_mut() {
+                        Some(r) if r.0 + r.2 == off => r.2 += len,
+                        _ => ranges.push((off, off, len)),
+                    }
+                }
+                enc.copy_ranges(&chunk.work, home, &ranges)?;
+            }
+        }
+        enc.host_will_read();
+        Ok(())
+    }
+
+    fn fail(&self, items: Vec<Item>, error: &Error) {
+        for it in items {
+            let _ = it.state.error.set(error.clone());
+        }
+    }
+}
+
+impl CryptoBatch {
+    /// One SHA-256/HMAC pass over `rows` (one dispatch per window of the longest message).
+    fn hashes(
+        &self,
+        enc: &mut Encoder<'_>,
+        mac_keys: &Buffer<u32>,
+        data: &Arg,
+        rows: &[[u32; 4]],
+        max_len: u64,
+    ) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let device = enc.device().clone();
+        let index = table(&device, rows)?;
+        let n = to_u32(rows.len() as u64, "messages in one flush")?;
+        let args = [Arg::storage(mac_keys), Arg::storage(&index), data.clone()];
+        for begin in host::block_windows(max_len as usize, self.window) {
+            for (base, groups) in host::dispatches(n, host::LOCAL_SIZE, self.max_groups) {
+                let push = [n, base, begin, self.window];
+                enc.dispatch(&self.hash, [groups, 1, 1], &args, bytemuck::cast_slice(&push))?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,301 @@
+//! The record layer: seal and open records of many connections, encrypt-then-MAC.
+//!
+//! A connection holds [`RecordKeys`]: an AES key (128 or 256 bits), an HMAC-SHA256 key and a
+//! 4-byte nonce prefix. Record number `seq` of the connection is sealed as
+//!
+//! ```text
+//! nonce      = prefix (4 bytes) || seq (8 bytes, big-endian) || 0 (4 bytes)
+//! ciphertext = AES-CTR(aes_key, counter block = nonce, plaintext)   (128-bit big-endian counter)
+//! tag        = HMAC-SHA256(mac_key, nonce || ciphertext)
+//! ```
+//!
+//! The low 32 bits of the counter count the record's blocks, so a record may be up to 64 GiB
+//! and the records of one connection never share keystream. The sequence number is implicit
+//! (both sides count records, as in TLS); it must never repeat under one key.
+//!
+//! [`Crypto::open`] recomputes the tag and compares it with the given one in constant time;
+//! a mismatch is [`Error::AuthenticationFailed`] and no plaintext is released (the staging copy
+//! of the decryption is overwritten).
+//!
+//! Every call is one item of the flush's coalesced crypto work ([`super::batch`]): 10,000
+//! connections each sealing a record in their own task go out as one AES dispatch and one
+//! HMAC dispatch.
+
+use super::batch::{AesPart, HashPart, Item, Ticket};
+use super::{AesKey, Crypto, HmacKey};
+use crate::error::{Error, Result};
+use crate::Recorder;
+use std::sync::Arc;
+
+/// One connection's keys for [`Crypto::seal`] / [`Crypto::open`]. Expanded once; cheap to clone.
+///
+/// ```
+/// use vkasync::crypto::RecordKeys;
+/// let keys = RecordKeys::new(&[1; 32], b"a MAC key", [0, 0, 0, 7])?;
+/// assert_eq!(keys.nonce(1)[..12], [0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 1]);
+/// assert!(RecordKeys::new(&[1; 24], b"k", [0; 4]).is_err()); // AES-128 or AES-256 only
+/// # Ok::<(), vkasync::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct RecordKeys {
+    aes: Arc<AesKey>,
+    mac: Arc<HmacKey>,
+    prefix: [u8; 4],
+}
+
+impl std::fmt::Debug for RecordKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordKeys").field("aes_bits", &self.aes.bits()).finish_non_exhaustive()
+    }
+}
+
+impl RecordKeys {
+    /// `aes_key` must be 16 or 32 bytes (AES-128 or AES-256), else [`Error::InvalidArgument`];
+    /// `mac_key` may have any length.
+    pub fn new(aes_key: &[u8], mac_key: &[u8], nonce_prefix: [u8; 4]) -> Result<Self> {
+        if aes_key.len() != 16 && aes_key.len() != 32 {
+            return Err(Error::InvalidArgument(format!(
+                "a record key must be 16 or 32 bytes (AES-128 or AES-256), not {} bytes",
+                aes_key.len()
+            )));
+        }
+        Ok(RecordKeys {
+            aes: Arc::new(AesKey::new(aes_key)?),
+            mac: Arc::new(HmacKey::new(mac_key)),
+            prefix: nonce_prefix,
+        })
+    }
+
+    /// The nonce (and first counter block) of record `seq`.
+    pub fn nonce(&self, seq: u64) -> [u8; 16] {
+        let mut n = [0u8; 16];
+        n[..4].copy_from_slice(&self.prefix);
+        n[4..12].copy_from_slice(&seq.to_be_bytes());
+        n
+    }
+}
+
+/// A sealed record: the ciphertext (as long as the plaintext) and its tag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealedRecord {
+    /// AES-CTR of the plaintext.
+    pub ciphertext: Vec<u8>,
+    /// HMAC-SHA256 of nonce and ciphertext.
+    pub tag: [u8; 32],
+}
+
+/// Compares two tags in time that depends only on their length.
+fn tags_equal(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    let mut diff = 0u8;
+    for (x, y) in a.iter().zip(b) {
+        diff |= std::hint::black_box(x ^ y);
+    }
+    std::hint::black_box(diff) == 0
+}
+
+/// A record staged for sealing or opening: nonce at 0, data at 16, tag after the data.
+struct Staged {
+    ticket: Ticket,
+    len: usize,
+    tag_at: u64,
+}
+
+/// The result of [`Crypto::prepare_seal`], available once the recorded work has completed.
+#[must_use = "call finish() after the recorded work has completed to get the result"]
+pub struct PendingSeal(Staged);
+
+/// The result of [`Crypto::prepare_open`], available once the recorded work has completed.
+#[must_use = "call finish() after the recorded work has completed to get the result"]
+pub struct PendingOpen {
+    staged: Staged,
+    tag: [u8; 32],
+}
+
+impl std::fmt::Debug for PendingSeal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingSeal").field("len", &self.0.len).finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for PendingOpen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingOpen").field("len", &self.staged.len).finish_non_exhaustive()
+    }
+}
+
+impl PendingSeal {
+    /// The sealed record. [`Error::NotReady`] if the work has not completed.
+    pub fn finish(self) -> Result<SealedRecord> {
+        let mut ciphertext = vec![0u8; self.0.len];
+        let tag = self.finish_into(&mut ciphertext)?;
+        Ok(SealedRecord { ciphertext, tag })
+    }
+
+    /// Writes the ciphertext into `out` (as long as the plaintext) and returns the tag: one copy
+    /// out of staging, no allocation.
+    pub fn finish_into(self, out: &mut [u8]) -> Result<[u8; 32]> {
+        let s = &self.0;
+        if out.len() != s.len {
+            return Err(Error::SizeMismatch {
+                what: "sealed record output",
+                expected: s.len as u64,
+                got: out.len() as u64,
+            });
+        }
+        s.ticket.read(16, out)?;
+        s.ticket.digest(s.tag_at)
+    }
+}
+
+impl PendingOpen {
+    /// The plaintext, if the tag matched; [`Error::AuthenticationFailed`] (and no plaintext)
+    /// otherwise. [`Error::NotReady`] if the work has not completed.
+    pub fn finish(self) -> Result<Vec<u8>> {
+        let mut out = vec![0u8; self.staged.len];
+        self.finish_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// Writes the plaintext into `out` (as long as the ciphertext) if the tag matched; on
+    /// [`Error::AuthenticationFailed`] `out` is left as it was.
+    pub fn finish_into(self, out: &mut [u8]) -> Result<()> {
+        let s = &self.staged;
+        if out.len() != s.len {
+            return Err(Error::SizeMismatch {
+                what: "opened record output",
+                expected: s.len as u64,
+                got: out.len() as u64,
+            });
+        }
+        let computed = s.ticket.digest(s.tag_at)?;
+        if !tags_equal(&computed, &self.tag) {
+            s.ticket.scrub();
+            return Err(Error::AuthenticationFailed);
+        }
+        s.ticket.read(16, out)
+    }
+}
+
+impl Crypto {
+    /// Stages `data` (nonce first) and adds its AES-CTR and HMAC to the batch, in the order
+    /// `mac_first` says.
+    fn stage_record<R: Recorder + ?Sized>(
+        &self,
+        rec: &mut R,
+        keys: &RecordKeys,
+        seq: u64,
+        data: &[u8],
+        mac_first: bool,
+    ) -> Result<Staged> {
+        let len = data.len() as u64;
+        let tag_at = 16 + len.next_multiple_of(16);
+        let slot = self.batch.arena.reserve(tag_at + 32)?;
+        let nonce = keys.nonce(seq);
+        slot.write(0, &nonce)?;
+        slot.write(16, data)?;
+        slot.zero(16 + len, tag_at - 16 - len)?;
+        let mut item = Item::new(slot);
+        let mac = HashPart { at: 0, len: 16 + len, digest_at: tag_at, key: Some(keys.mac.clone()) };
+        if mac_first {
+            item.mac_first.push(mac);
+        } else {
+            item.hashes.push(mac);
+        }
+        item.aes.push(AesPart { at: 16, len, key: keys.aes.clone(), counter: nonce });
+        let ticket = item.ticket();
+        rec.batch(&self.batch, item)?;
+        Ok(Staged { ticket, len: data.len(), tag_at })
+    }
+
+    /// Stages record `seq` of a connection for sealing (see the [module docs](self)); its AES
+    /// and HMAC join the flush's coalesced work.
+    pub fn prepare_seal<R: Recorder + ?Sized>(
+        &self,
+        rec: &mut R,
+        keys: &RecordKeys,
+        seq: u64,
+        plaintext: &[u8],
+    ) -> Result<PendingSeal> {
+        Ok(PendingSeal(self.stage_record(rec, keys, seq, plaintext, false)?))
+    }
+
+    /// Stages record `seq` of a connection for opening: the tag of the ciphertext is computed
+    /// before it is decrypted, in the same flush; [`PendingOpen::finish`] compares it with `tag`.
+    pub fn prepare_open<R: Recorder + ?Sized>(
+        &self,
+        rec: &mut R,
+        keys: &RecordKeys,
+        seq: u64,
+        ciphertext: &[u8],
+        tag: &[u8; 32],
+    ) -> Result<PendingOpen> {
+        Ok(PendingOpen { staged: self.stage_record(rec, keys, seq, ciphertext, true)?, tag: *tag })
+    }
+
+    /// Seals record `seq` of a connection inside a task: records it and awaits the flush that
+    /// carries it (with every other task's records).
+    ///
+    /// ```no_run
+    /// # use vkasync::{crypto::{Crypto, RecordKeys}, Device, Executor};
+    /// let device = Device::new()?;
+    /// let crypto = Crypto::new(&device)?;
+    /// let exec = Executor::new(&device)?;
+    /// let ctx = exec.context();
+    /// let keys = RecordKeys::new(&[7; 32], b"mac key", [0; 4])?;
+    /// let (sealed, opened) = exec.block_on(async {
+    ///     let sealed = crypto.seal(&ctx, &keys, 0, b"attack at dawn").await?;
+    ///     let opened = crypto.open(&ctx, &keys, 0, &sealed.ciphertext, &sealed.tag).await?;
+    ///     Ok::<_, vkasync::Error>((sealed, opened))
+    /// })?;
+    /// assert_eq!(opened, b"attack at dawn");
+    /// # Ok::<(), vkasync::Error>(())
+    /// ```
+    pub async fn seal(&self, ctx: &crate::Ctx, keys: &RecordKeys, seq: u64, plaintext: &[u8]) -> Result<SealedRecord> {
+        let pending = self.prepare_seal(&mut ctx.clone(), keys, seq, plaintext)?;
+        ctx.synchronize().await?;
+        pending.finish()
+    }
+
+    /// Seals record `seq` in place: `buf` holds the plaintext and receives the ciphertext; the
+    /// tag is returned. One host copy in, one out, no allocation.
+    pub async fn seal_in_place(
+        &self,
+        ctx: &crate::Ctx,
+        keys: &RecordKeys,
+        seq: u64,
+        buf: &mut [u8],
+    ) -> Result<[u8; 32]> {
+        let pending = self.prepare_seal(&mut ctx.clone(), keys, seq, buf)?;
+        ctx.synchronize().await?;
+        pending.finish_into(buf)
+    }
+
+    /// Opens record `seq`: the plaintext if `tag` matches, else [`Error::AuthenticationFailed`].
+    pub async fn open(
+        &self,
+        ctx: &crate::Ctx,
+        keys: &RecordKeys,
+        seq: u64,
+        ciphertext: &[u8],
+        tag: &[u8; 32],
+    ) -> Result<Vec<u8>> {
+        let pending = self.prepare_open(&mut ctx.clone(), keys, seq, ciphertext, tag)?;
+        ctx.synchronize().await?;
+        pending.finish()
+    }
+
+    /// Opens record `seq` in place: on success `buf` holds the plaintext; on
+    /// [`Error::AuthenticationFailed`] it still holds the ciphertext.
+    pub async fn open_in_place(
+        &self,
+        ctx: &crate::Ctx,
+        keys: &RecordKeys,
+        seq: u64,
+        buf: &mut [u8],
+        tag: &[u8; 32],
+    ) -> Result<()> {
+        let pending = self.prepare_open(&mut ctx.clone(), keys, seq, buf, tag)?;
+        ctx.synchronize().await?;
+        pending.finish_into(buf)
+    }
+}

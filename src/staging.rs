@@ -1,0 +1,191 @@
+//! Staging memory reused across flushes, for coalesced work ([`crate::batch`]).
+//!
+//! An [`Arena`] hands out [`Slot`]s: byte ranges of large mapped chunks, bump-allocated. A task
+//! writes its input straight into its slot (the only host copy in), hands the slot to a batch
+//! item, and after the flush completes reads the result straight out of it into the caller's
+//! memory (the only host copy out). No buffer is allocated per item.
+//!
+//! Each chunk is one host-visible `Upload` buffer in which the GPU works in place. On a
+//! discrete GPU the host must not read that memory (on the H200 it is device-local BAR memory,
+//! about 100x slower to read than to write), so a chunk there has a twin host-cached
+//! `Readback` buffer of the same size, and the batch copies each item's result range into the
+//! twin at the same offset. On unified memory (lavapipe, integrated GPUs) results are read in
+//! place.
+//!
+//! Chunks are reused: a chunk goes back to the arena's spares when it is full, and is handed
+//! out again only when no slot of it is alive and no GPU work uses it any more (its buffers'
+//! timeline values were reached). So memory is never reused while the GPU may still use it,
+//! and never freed under it (in-flight recordings hold the buffers themselves).
+
+use crate::buffer::{MemoryKind, RawBuffer};
+use crate::device::Device;
+use crate::error::{Error, Result};
+use std::sync::{Arc, Mutex};
+
+/// Slots start at multiples of this many bytes, and their lengths are rounded up to it
+/// (whole AES blocks).
+pub(crate) const SLOT_ALIGN: u64 = 16;
+/// The default chunk size.
+const CHUNK_BYTES: u64 = 32 << 20;
+/// Full chunks kept for reuse at most.
+const MAX_SPARES: usize = 8;
+
+/// One chunk: the buffer the GPU works in, and its read-back twin on a discrete GPU.
+pub(crate) struct Chunk {
+    pub work: Arc<RawBuffer>,
+    pub home: Option<Arc<RawBuffer>>,
+}
+
+impl Chunk {
+    fn idle(&self) -> bool {
+        self.work.is_idle().unwrap_or(false) && self.home.as_ref().is_none_or(|h| h.is_idle().unwrap_or(false))
+    }
+
+    /// The buffer the host reads results from.
+    pub fn result_buffer(&self) -> &Arc<RawBuffer> {
+        self.home.as_ref().unwrap_or(&self.work)
+    }
+}
+
+struct State {
+    current: Option<Arc<Chunk>>,
+    used: u64,
+    spares: Vec<Arc<Chunk>>,
+}
+
+/// Mapped staging memory, bump-allocated into [`Slot`]s (see the module docs).
+pub(crate) struct Arena {
+    device: Device,
+    chunk_bytes: u64,
+    /// The most one slot may hold: what one dispatch can bind.
+    max_slot: u64,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for Arena {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Arena").field("chunk_bytes", &self.chunk_bytes).finish_non_exhaustive()
+    }
+}
+
+/// A byte range of an arena chunk, owned by one item (clones refer to the same range). See
+/// [`Arena`].
+#[derive(Clone)]
+pub(crate) struct Slot {
+    pub chunk: Arc<Chunk>,
+    pub offset: u64,
+    pub len: u64,
+}
+
+impl std::fmt::Debug for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slot").field("offset", &self.offset).field("len", &self.len).finish()
+    }
+}
+
+impl Arena {
+    pub fn new(device: &Device) -> Self {
+        let limits = device.limits();
+        let max_slot = limits.max_storage_buffer_range.min(limits.max_buffer_size) / SLOT_ALIGN * SLOT_ALIGN;
+        Arena {
+            device: device.clone(),
+            chunk_bytes: CHUNK_BYTES.min(max_slot),
+            max_slot,
+            state: Mutex::new(State { current: None, used: 0, spares: Vec::new() }),
+        }
+    }
+
+    /// The most bytes one slot may hold.
+    pub fn max_slot(&self) -> u64 {
+        self.max_slot
+    }
+
+    fn new_chunk(&self, size: u64) -> Result<Arc<Chunk>> {
+        // Every slot is written before the GPU uses it: no clear needed.
+        let work = RawBuffer::new(&self.device, size, MemoryKind::Upload, false)?;
+        if !work.is_mapped() {
+            return Err(Error::BufferUsage("the device offers no host-visible memory for staging".into()));
+        }
+        let home = if self.device.unified_memory() {
+            None
+        } else {
+            Some(RawBuffer::new(&self.device, size, MemoryKind::Readback, false)?)
+        };
+        Ok(Arc::new(Chunk { work, home }))
+    }
+
+    /// Reserves `len` bytes (rounded up to [`SLOT_ALIGN`]). A slot larger than the chunk size
+    /// gets a chunk of its own; one larger than [`Arena::max_slot`] is [`Error::TooLarge`].
+    pub fn reserve(&self, len: u64) -> Result<Slot> {
+        let len = len.max(1).next_multiple_of(SLOT_ALIGN);
+        if len > self.max_slot {
+            return Err(Error::TooLarge {
+                what: "staging slot (one batch item)",
+                requested: len,
+                limit: self.max_slot,
+            });
+        }
+        if len > self.chunk_bytes {
+            return Ok(Slot { chunk: self.new_chunk(len)?, offset: 0, len });
+        }
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if st.current.is_some() && st.used + len <= self.chunk_bytes {
+            let offset = st.used;
+            st.used += len;
+            let chunk = st.current.clone().expect("checked");
+            return Ok(Slot { chunk, offset, len });
+        }
+        // The current chunk is full: keep it for reuse, take an idle spare or a new chunk.
+        if let Some(full) = st.current.take() {
+            st.spares.push(full);
+        }
+        let chunk = match st.spares.iter().position(|c| Arc::strong_count(c) == 1 && c.idle()) {
+            Some(i) => st.spares.swap_remove(i),
+            None => {
+                if st.spares.len() > MAX_SPARES {
+                    // Oldest first; the GPU work that may still use one holds its buffers.
+                    st.spares.remove(0);
+                }
+                self.new_chunk(self.chunk_bytes)?
+            }
+        };
+        st.current = Some(chunk.clone());
+        st.used = len;
+        Ok(Slot { chunk, offset: 0, len })
+    }
+}
+
+impl Slot {
+    /// Writes `bytes` at `at` within the slot.
+    pub fn write(&self, at: u64, bytes: &[u8]) -> Result<()> {
+        self.check(at, bytes.len() as u64)?;
+        // SAFETY: the range lies in this slot (checked), which this item owns alone; the item is
+        // handed to a batch only after its writes, so no GPU work uses the range yet.
+        unsafe { self.chunk.work.write_range(self.offset + at, bytes) }
+    }
+
+    /// Zeroes `len` bytes at `at` within the slot.
+    pub fn zero(&self, at: u64, len: u64) -> Result<()> {
+        self.check(at, len)?;
+        // SAFETY: as in `write`.
+        unsafe { self.chunk.work.zero_range(self.offset + at, len) }
+    }
+
+    /// Reads `out.len()` bytes at `at` of the slot's results.
+    ///
+    /// # Safety
+    /// The flush that carried this slot's item has completed (its `synchronize` resolved
+    /// with `Ok`), and no later work writes the range.
+    pub unsafe fn read(&self, at: u64, out: &mut [u8]) -> Result<()> {
+        self.check(at, out.len() as u64)?;
+        // SAFETY: the caller's contract; the batch ended its flush with a barrier to host reads.
+        unsafe { self.chunk.result_buffer().read_range(self.offset + at, out) }
+    }
+
+    fn check(&self, at: u64, len: u64) -> Result<()> {
+        if at.checked_add(len).is_none_or(|e| e > self.len) {
+            return Err(Error::SizeMismatch { what: "range of a staging slot", expected: self.len, got: at + len });
+        }
+        Ok(())
+    }
+}
