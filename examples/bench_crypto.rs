@@ -10,11 +10,9 @@
 //! messages of 64 bytes and of 10,000 messages of 16 KiB. `--scale F` multiplies the AES bytes and
 //! the message counts (not the message sizes). GB/s is 10^9 input bytes per second.
 //!
-//! With `--variants all` (the default) the AES-128 kernel is also measured in every build and
-//! blocks-per-invocation setting (`aes_ctr_v1`, the first kernel; `aes_ctr` and `aes_ctr_c16`
-//! with P fixed), and AES-256 with `aes_ctr_v1`; `--variants default` measures only what
-//! `Crypto::new` picks. Every kernel variant's output is checked against RustCrypto before it is
-//! timed, and every end-to-end result after each repetition.
+//! Every kernel's output is checked against RustCrypto before it is timed, and every end-to-end
+//! result after each repetition. (The kernel variants that lost, `aes_ctr_v1` and fixed blocks
+//! per invocation, are gone from the crate; their numbers stay in `BENCHMARKS.md`'s history.)
 //!
 //! Each measurement is repeated (`--warmup` untimed, then `--reps` timed, `--e2e-reps` and
 //! `--cpu-reps` for the slower modes); the kernel and end-to-end cases are interleaved, their order
@@ -26,7 +24,7 @@
 //! `[robust=Off]`. Run the binary both ways, alternating, to compare.
 //!
 //! `cargo run --release --example bench_crypto -- [--scale F] [--reps R] [--e2e-reps R]
-//! [--cpu-reps R] [--warmup W] [--variants all|default] [--no-robust] [--out DIR]`
+//! [--cpu-reps R] [--warmup W] [--no-robust] [--out DIR]`
 
 use aes::cipher::{KeyIvInit, StreamCipher};
 use sha2::Digest;
@@ -34,7 +32,7 @@ use std::time::Instant;
 use vkasync::crypto::{
     ctr_add, pack_le_words, unpack_le_words, AesKey, AesKeyBuffer, Crypto, DeviceMessages, MessageBatch,
 };
-use vkasync::{kernels, Buffer, CommandList, Device, Error, KernelSource, MemoryKind, Recorder, Timestamps};
+use vkasync::{Buffer, CommandList, Device, Error, MemoryKind, Recorder, Timestamps};
 
 const MIB: usize = 1024 * 1024;
 const IV: [u8; 16] = [0xf0, 0xf1, 0xf2, 0xf3, 0xf4, 0xf5, 0xf6, 0xf7, 0xf8, 0xf9, 0xfa, 0xfb, 0xff, 0xff, 0xf0, 0x00];
@@ -222,7 +220,6 @@ fn main() -> Result<(), Error> {
     let warmup: usize = num(&args, "--warmup", 3);
     let e2e_reps: usize = num(&args, "--e2e-reps", 5);
     let cpu_reps: usize = num(&args, "--cpu-reps", 3);
-    let all_variants = arg(&args, "--variants").is_none_or(|v| v == "all");
     let out_dir = arg(&args, "--out").map(std::path::PathBuf::from);
 
     let aes_bytes = (((256 * MIB) as f64 * scale) as usize / 16 * 16).max(16);
@@ -241,7 +238,6 @@ fn main() -> Result<(), Error> {
     println!("robust buffer access: {:?}", device.robust_access());
     let limits = *device.limits();
     let crypto = Crypto::new(&device)?;
-    let (aes_kernel, aes_p) = crypto.aes_kernel_choice(aes_bytes.min(limits.max_storage_buffer_range as usize));
     println!("device: {name}");
     println!(
         "limits: maxComputeSharedMemorySize {} KiB, maxStorageBufferRange {} MiB",
@@ -249,8 +245,7 @@ fn main() -> Result<(), Error> {
         limits.max_storage_buffer_range / MIB as u64
     );
     println!(
-        "scale {scale}: AES {:.1} MiB, SHA-256 {n_small} x 64 B and {n_big} x 16 KiB; default AES kernel {aes_kernel}, \
-         P = {aes_p} blocks per invocation",
+        "scale {scale}: AES {:.1} MiB, SHA-256 {n_small} x 64 B and {n_big} x 16 KiB",
         aes_bytes as f64 / MIB as f64
     );
     println!("reps: kernel {reps} (after {warmup} warm-up), end-to-end {e2e_reps} (after 1), cpu {cpu_reps}");
@@ -322,23 +317,6 @@ fn main() -> Result<(), Error> {
             crypto: crypto.clone(),
             job: Job::Sha(i),
         });
-    }
-    if all_variants {
-        let variant = |source: &KernelSource, p: Option<u32>, k: usize| -> Result<KernelCase, Error> {
-            let what = match p {
-                None => format!("aes-{}-ctr/{}", [128, 256][k], source.name),
-                Some(p) => format!("aes-{}-ctr/{}/P={p}", [128, 256][k], source.name),
-            };
-            let crypto = crypto.clone().with_aes_kernel(source, p)?;
-            Ok(KernelCase { row: Row::new(what, "kernel", aes_bytes), crypto, job: Job::Aes(k) })
-        };
-        cases.push(variant(&kernels::AES_CTR_V1, None, 0)?);
-        cases.push(variant(&kernels::AES_CTR_V1, None, 1)?);
-        for p in [1, 2, 4, 8, 16, 64] {
-            cases.push(variant(&kernels::AES_CTR, Some(p), 0)?);
-        }
-        cases.push(variant(&kernels::AES_CTR, Some(1), 1)?);
-        cases.push(variant(&kernels::AES_CTR_C16, Some(8), 0)?);
     }
     for case in &cases {
         verify(case, &dev, &plain, &cipher, &digests);

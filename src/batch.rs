@@ -47,7 +47,7 @@
 //!         for buf in items.iter() {
 //!             let n = buf.len() as u32;
 //!             let push: Vec<u8> = [n, 1u32].iter().flat_map(|w| w.to_le_bytes()).collect();
-//!             enc.dispatch(&self.0, [n.div_ceil(256), 1, 1], &[Arg::storage(&**buf)], &push)?;
+//!             enc.dispatch(&self.0, [n.div_ceil(64), 1, 1], &[Arg::storage(&**buf)], &push)?;
 //!         }
 //!         Ok(())
 //!     }
@@ -168,7 +168,6 @@ impl Recorder for Encoder<'_> {
 pub(crate) trait Gathered: Send {
     /// The kind's identity (its `Arc`'s address).
     fn key(&self) -> usize;
-    fn len(&self) -> usize;
     fn as_any(&mut self) -> &mut dyn Any;
     /// Encodes the items into `rec` (see the protocol).
     fn encode(self: Box<Self>, rec: &mut Recording);
@@ -183,9 +182,6 @@ impl<K: BatchKind> Gathered for Items<K> {
     fn key(&self) -> usize {
         Arc::as_ptr(&self.kind) as *const () as usize
     }
-    fn len(&self) -> usize {
-        self.items.len()
-    }
     fn as_any(&mut self) -> &mut dyn Any {
         self
     }
@@ -199,8 +195,26 @@ impl<K: BatchKind> Gathered for Items<K> {
     }
 }
 
+/// A recording's gathered items. Only reachable through `&mut` (never shared), so it is `Sync`
+/// whatever the items are, as `std::sync::Exclusive` would make it.
+#[derive(Default)]
+pub(crate) struct Batches(Vec<Box<dyn Gathered>>);
+
+// SAFETY: no method gives shared (`&self`) access to the contents; every access takes
+// `&mut self` or `self`, so sharing a `&Batches` between threads exposes nothing.
+unsafe impl Sync for Batches {}
+
+impl Batches {
+    pub fn take(&mut self) -> Vec<Box<dyn Gathered>> {
+        std::mem::take(&mut self.0)
+    }
+    pub fn push<K: BatchKind>(&mut self, kind: &Arc<K>, item: K::Item) {
+        push(&mut self.0, kind, item)
+    }
+}
+
 /// Adds `item` to the epoch's items of `kind`.
-pub(crate) fn push<K: BatchKind>(batches: &mut Vec<Box<dyn Gathered>>, kind: &Arc<K>, item: K::Item) {
+fn push<K: BatchKind>(batches: &mut Vec<Box<dyn Gathered>>, kind: &Arc<K>, item: K::Item) {
     let key = Arc::as_ptr(kind) as *const () as usize;
     if let Some(g) = batches.iter_mut().find(|g| g.key() == key) {
         if let Some(items) = g.as_any().downcast_mut::<Items<K>>() {

@@ -98,7 +98,9 @@ pub(crate) struct Recording {
     /// The host will read a result of this recording: end with a barrier to host reads.
     pub host_read: bool,
     /// Items of batch kinds, encoded when the recording is (see [`crate::batch`]).
-    pub(crate) batches: Vec<Box<dyn crate::batch::Gathered>>,
+    pub(crate) batches: crate::batch::Batches,
+    /// Items in `batches`.
+    batch_items: usize,
     /// Set to the submission's timeline value by `mark_submitted` (see
     /// [`crate::batch::Encoder::completion`]).
     completion: Option<Arc<std::sync::atomic::AtomicU64>>,
@@ -182,6 +184,7 @@ type CopyGroup = ((vk::Buffer, vk::Buffer), SmallVec<[vk::BufferCopy; 4]>);
 pub(crate) struct EncodeStats {
     pub barriers: u64,
     pub phases: u64,
+    pub dispatches: u64,
 }
 
 const SHADER_OR_TRANSFER: vk::PipelineStageFlags = vk::PipelineStageFlags::from_raw(
@@ -224,7 +227,8 @@ impl Recording {
             ops: Vec::with_capacity(ops),
             host_reads: Vec::new(),
             host_read: false,
-            batches: Vec::new(),
+            batches: Default::default(),
+            batch_items: 0,
             completion: None,
             cleared: Vec::new(),
             submitted: false,
@@ -232,12 +236,12 @@ impl Recording {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty() && self.host_reads.is_empty() && self.batches.is_empty()
+        self.ops.is_empty() && self.host_reads.is_empty() && self.batch_items == 0
     }
 
     /// Recorded commands and batch items.
     pub fn len(&self) -> usize {
-        self.ops.len() + self.batches.iter().map(|b| b.len()).sum::<usize>()
+        self.ops.len() + self.batch_items
     }
 
     /// The cell that receives this recording's timeline value when it is submitted.
@@ -247,7 +251,8 @@ impl Recording {
 
     /// Adds an item of a batch kind (see [`crate::batch`]).
     pub(crate) fn push_batch<K: crate::batch::BatchKind>(&mut self, kind: &Arc<K>, item: K::Item) {
-        crate::batch::push(&mut self.batches, kind, item);
+        self.batches.push(kind, item);
+        self.batch_items += 1;
     }
 
     fn push(&mut self, op: Op) {
@@ -487,7 +492,8 @@ impl Recording {
     /// `vkCmdCopyBuffer` with many regions.
     pub fn encode(&mut self, cmd: vk::CommandBuffer) -> EncodeStats {
         // Batch kinds record their coalesced work first, as ops like any other.
-        for b in std::mem::take(&mut self.batches) {
+        self.batch_items = 0;
+        for b in self.batches.take() {
             b.encode(self);
         }
         let d = self.device.raw();
@@ -686,6 +692,7 @@ impl Recording {
                             }
                             d.cmd_dispatch(cmd, groups[0], groups[1], groups[2]);
                         }
+                        stats.dispatches += 1;
                     }
                     Op::Timestamp { pool, index } => {
                         // SAFETY: the pool is live (held by the op), was reset on the host, and

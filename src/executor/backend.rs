@@ -20,6 +20,8 @@ pub(crate) struct FlushInfo {
     pub barriers: u64,
     /// Command buffers in the submission.
     pub command_buffers: u64,
+    /// Dispatches recorded.
+    pub dispatches: u64,
 }
 
 /// Waits on a queue's timeline from any thread.
@@ -134,7 +136,7 @@ impl Backend for VulkanBackend {
                 pool.release(cb, Some(value));
                 rec.mark_submitted(value);
                 self.in_flight.push_back((value, rec));
-                Ok(FlushInfo { value, barriers: stats.barriers, command_buffers: 1 })
+                Ok(FlushInfo { value, barriers: stats.barriers, command_buffers: 1, dispatches: stats.dispatches })
             }
             Err(e) => {
                 pool.release(cb, None);

@@ -136,6 +136,7 @@ pub(crate) struct Counters {
     pub submits: AtomicU64,
     pub host_waits: AtomicU64,
     pub barriers: AtomicU64,
+    pub dispatches: AtomicU64,
     pub timeline: AtomicU64,
     pub wait_ns: AtomicU64,
     pub spin_ns: AtomicU64,
@@ -277,6 +278,7 @@ impl<B: Backend> QueueCore<B> {
             submits: g(&c.submits),
             host_waits: g(&c.host_waits),
             barriers: g(&c.barriers),
+            dispatches: g(&c.dispatches),
             timeline_value: g(&c.timeline),
             wait_ns: g(&c.wait_ns),
             spin_ns: g(&c.spin_ns),
@@ -391,6 +393,7 @@ impl<B: Backend> QueueCore<B> {
             Ok(info) => {
                 bump(&self.counters.submits, 1);
                 bump(&self.counters.barriers, info.barriers);
+                bump(&self.counters.dispatches, info.dispatches);
                 self.counters.timeline.store(info.value, Ordering::Relaxed);
                 st.submitted = info.value;
                 batch.set(BatchStatus::Submitted(info.value));

@@ -204,6 +204,8 @@ pub struct Stats {
     pub host_waits: u64,
     /// Pipeline barriers recorded.
     pub barriers: u64,
+    /// Dispatches recorded (a coalesced batch counts its dispatches, not its items).
+    pub dispatches: u64,
     /// The last timeline value this executor submitted.
     pub timeline_value: u64,
     /// Total time from the start of each GPU wait (spin included) to the executor taking its
@@ -221,8 +223,14 @@ impl std::fmt::Display for Stats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "stats: tasks={} await_points={} flushes={} submits={} host_waits={} barriers={}",
-            self.tasks_spawned, self.await_points, self.flushes, self.submits, self.host_waits, self.barriers
+            "stats: tasks={} await_points={} flushes={} submits={} host_waits={} barriers={} dispatches={}",
+            self.tasks_spawned,
+            self.await_points,
+            self.flushes,
+            self.submits,
+            self.host_waits,
+            self.barriers,
+            self.dispatches
         )
     }
 }

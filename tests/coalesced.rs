@@ -1,0 +1,390 @@
+//! Coalesced work on the real device: crypto calls of many tasks in one flush run as one
+//! dispatch per kernel, results match RustCrypto, the record layer seals and opens like the
+//! RustCrypto crates composed the same way, and a user's own batch kind joins the mechanism.
+
+mod common;
+
+use aes::cipher::{KeyIvInit, StreamCipher};
+use common::*;
+use hmac::Mac;
+use proptest::prelude::*;
+use proptest::test_runner::Config as ProptestConfig;
+use std::sync::Arc;
+use vkasync::batch::{BatchKind, Encoder};
+use vkasync::crypto::{Crypto, RecordKeys};
+use vkasync::{kernels, Arg, Buffer, CommandList, Error, Executor, Kernel, MemoryKind, Queue, Recorder};
+
+fn cpu_ctr(key: &[u8], iv: &[u8; 16], data: &[u8]) -> Vec<u8> {
+    let mut out = data.to_vec();
+    match key.len() {
+        16 => ctr::Ctr128BE::<aes::Aes128>::new(key.into(), iv.into()).apply_keystream(&mut out),
+        24 => ctr::Ctr128BE::<aes::Aes192>::new(key.into(), iv.into()).apply_keystream(&mut out),
+        32 => ctr::Ctr128BE::<aes::Aes256>::new(key.into(), iv.into()).apply_keystream(&mut out),
+        n => panic!("bad AES key length {n}"),
+    }
+    out
+}
+
+fn cpu_hmac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+    let mut m = hmac::Hmac::<sha2::Sha256>::new_from_slice(key).unwrap();
+    for p in parts {
+        m.update(p);
+    }
+    m.finalize().into_bytes().into()
+}
+
+/// The record layer composed from the RustCrypto crates: AES-CTR from the nonce, then HMAC
+/// over nonce and ciphertext.
+fn cpu_seal(aes_key: &[u8], mac_key: &[u8], prefix: [u8; 4], seq: u64, plaintext: &[u8]) -> (Vec<u8>, [u8; 32]) {
+    let mut nonce = [0u8; 16];
+    nonce[..4].copy_from_slice(&prefix);
+    nonce[4..12].copy_from_slice(&seq.to_be_bytes());
+    let ct = cpu_ctr(aes_key, &nonce, plaintext);
+    let tag = cpu_hmac(mac_key, &[&nonce, &ct]);
+    (ct, tag)
+}
+
+fn bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+#[test]
+fn a_thousand_tasks_with_their_own_keys_share_one_aes_dispatch() {
+    let _w = Watchdog::new(std::time::Duration::from_secs(300));
+    let device = device();
+    let crypto = Crypto::new(&device).unwrap();
+    let exec = Executor::new(&device).unwrap();
+    let n = 1000;
+    let mut handles = Vec::new();
+    for i in 0..n {
+        let crypto = crypto.clone();
+        handles.push(exec.spawn_with(move |ctx| async move {
+            let key = bytes(if i % 2 == 0 { 16 } else { 32 }, i as u64);
+            let iv: [u8; 16] = bytes(16, 7 + i as u64).try_into().unwrap();
+            let data = bytes(1 + (i * 37) % 2000, 11 + i as u64);
+            let ct = crypto.aes_ctr(&ctx, &key, &iv, &data).await?;
+            Ok::<_, Error>(ct == cpu_ctr(&key, &iv, &data))
+        }));
+    }
+    let ok = exec.block_on(async {
+        let mut ok = 0;
+        for h in handles {
+            ok += h.await.unwrap().unwrap() as usize;
+        }
+        ok
+    });
+    assert_eq!(ok, n, "every task's ciphertext matches RustCrypto");
+    let s = exec.stats();
+    // One dispatch per flush (the batch holds every task's ranges), far fewer than tasks.
+    assert!(s.dispatches <= s.flushes, "{s}");
+    assert!(s.flushes <= 100, "{s}");
+    drop((exec, crypto));
+    finish(device);
+}
+
+#[test]
+fn seal_and_open_match_rustcrypto_and_share_dispatches() {
+    let _w = Watchdog::new(std::time::Duration::from_secs(300));
+    let device = device();
+    let crypto = Crypto::new(&device).unwrap();
+    let exec = Executor::new(&device).unwrap();
+    let n = 300u64;
+    let mut handles = Vec::new();
+    for c in 0..n {
+        let crypto = crypto.clone();
+        handles.push(exec.spawn_with(move |ctx| async move {
+            let aes_key = bytes(if c % 3 == 0 { 16 } else { 32 }, c);
+            let mac_key = bytes((c % 70) as usize, 1000 + c);
+            let prefix = (c as u32).to_be_bytes();
+            let keys = RecordKeys::new(&aes_key, &mac_key, prefix)?;
+            let mut all_ok = true;
+            // Three records per connection, awaited one after another (as a server would).
+            for seq in 0..3u64 {
+                let plain = bytes((c as usize * 131 + seq as usize * 17) % 3000, c * 10 + seq);
+                let sealed = crypto.seal(&ctx, &keys, seq, &plain).await?;
+                let (ct, tag) = cpu_seal(&aes_key, &mac_key, prefix, seq, &plain);
+                all_ok &= sealed.ciphertext == ct && sealed.tag == tag;
+                let mut buf = sealed.ciphertext.clone();
+                crypto.open_in_place(&ctx, &keys, seq, &mut buf, &sealed.tag).await?;
+                all_ok &= buf == plain;
+            }
+            Ok::<_, Error>(all_ok)
+        }));
+    }
+    let ok = exec.block_on(async {
+        let mut ok = 0;
+        for h in handles {
+            ok += h.await.unwrap().unwrap() as usize;
+        }
+        ok
+    });
+    assert_eq!(ok, n as usize);
+    let s = exec.stats();
+    // Seal: AES then HMAC; open: HMAC, then AES. At most three dispatches per flush, and the
+    // 1,800 calls go out in a few flushes per round of the tasks (group commit splits a round
+    // where the GPU was idle when its first task waited; how often depends on the timing).
+    assert!(s.dispatches <= 3 * s.flushes, "{s}");
+    assert!(s.flushes * 5 <= 1800, "{s}");
+    drop((exec, crypto));
+    finish(device);
+}
+
+#[test]
+fn open_rejects_a_wrong_tag_sequence_or_key_and_releases_no_plaintext() {
+    let device = device();
+    let crypto = Crypto::new(&device).unwrap();
+    let exec = Executor::new(&device).unwrap();
+    let ctx = exec.context();
+    let keys = RecordKeys::new(&[3; 32], b"mac key", [1, 2, 3, 4]).unwrap();
+    let other = RecordKeys::new(&[3; 32], b"another mac key", [1, 2, 3, 4]).unwrap();
+    let plain = b"the plaintext that must not leak".to_vec();
+    let c = crypto.clone();
+    exec.block_on(async move {
+        let crypto = c;
+        let sealed = crypto.seal(&ctx, &keys, 5, &plain).await.unwrap();
+        let mut bad_tag = sealed.tag;
+        bad_tag[31] ^= 1;
+        let mut flipped = sealed.ciphertext.clone();
+        flipped[0] ^= 0x80;
+        let cases: [(&RecordKeys, u64, &[u8], [u8; 32]); 4] = [
+            (&keys, 5, &sealed.ciphertext, bad_tag),
+            (&keys, 6, &sealed.ciphertext, sealed.tag),
+            (&other, 5, &sealed.ciphertext, sealed.tag),
+            (&keys, 5, &flipped, sealed.tag),
+        ];
+        for (k, seq, ct, tag) in cases {
+            assert_eq!(crypto.open(&ctx, k, seq, ct, &tag).await, Err(Error::AuthenticationFailed));
+            let mut buf = ct.to_vec();
+            assert_eq!(crypto.open_in_place(&ctx, k, seq, &mut buf, &tag).await, Err(Error::AuthenticationFailed));
+            assert_eq!(buf, ct, "the buffer still holds the ciphertext");
+        }
+        assert_eq!(crypto.open(&ctx, &keys, 5, &sealed.ciphertext, &sealed.tag).await.unwrap(), plain);
+        // In-place sealing: one buffer in, ciphertext out.
+        let mut buf = plain.clone();
+        let tag = crypto.seal_in_place(&ctx, &keys, 9, &mut buf).await.unwrap();
+        assert_eq!((buf, tag), cpu_seal(&[3; 32], b"mac key", [1, 2, 3, 4], 9, &plain));
+    });
+    assert!(matches!(RecordKeys::new(&[0; 24], b"k", [0; 4]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(RecordKeys::new(&[0; 0], b"k", [0; 4]), Err(Error::InvalidArgument(_))));
+    drop((exec, crypto));
+    finish(device);
+}
+
+#[test]
+fn records_sealed_from_tokio_workers_are_coalesced() {
+    let _w = Watchdog::new(std::time::Duration::from_secs(300));
+    let device = device();
+    let crypto = Crypto::new(&device).unwrap();
+    let queue = Queue::new(&device).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).build().unwrap();
+    let ok = rt.block_on(async {
+        let mut set = tokio::task::JoinSet::new();
+        for c in 0..64u64 {
+            let (crypto, ctx) = (crypto.clone(), queue.context());
+            set.spawn(async move {
+                let keys = RecordKeys::new(&bytes(16, c), &bytes(32, c + 99), [9; 4]).unwrap();
+                let mut ok = true;
+                for seq in 0..20 {
+                    let plain = bytes(100 + (c as usize * 7 + seq as usize) % 900, c ^ seq);
+                    let s = crypto.seal(&ctx, &keys, seq, &plain).await.unwrap();
+                    ok &= (s.ciphertext, s.tag) == cpu_seal(&bytes(16, c), &bytes(32, c + 99), [9; 4], seq, &plain);
+                }
+                ok
+            });
+        }
+        let mut ok = 0;
+        while let Some(r) = set.join_next().await {
+            ok += r.unwrap() as usize;
+        }
+        ok
+    });
+    assert_eq!(ok, 64);
+    let s = queue.stats();
+    assert!(s.dispatches <= 2 * s.flushes, "{s}");
+    assert!(s.flushes < 64 * 20, "{s}");
+    drop((rt, queue, crypto));
+    finish(device);
+}
+
+#[test]
+fn hashes_ciphers_and_records_of_one_flush_do_not_disturb_each_other() {
+    let device = device();
+    let crypto = Crypto::new(&device).unwrap();
+    let mut cmds = CommandList::new(&device);
+    let msgs: Vec<Vec<u8>> = (0..50).map(|i| bytes(i * 13, i as u64)).collect();
+    let keys = RecordKeys::new(&[5; 16], b"k", [0; 4]).unwrap();
+    let plain = bytes(777, 3);
+    let sha = crypto.prepare_sha256_many(&mut cmds, &msgs).unwrap();
+    let hmac = crypto.prepare_hmac_sha256_many(&mut cmds, &vkasync::crypto::HmacKey::new(b"hk"), &msgs).unwrap();
+    let aes =
+        crypto.prepare_aes_ctr(&mut cmds, &vkasync::crypto::AesKey::new(&[8; 32]).unwrap(), &[1; 16], &plain).unwrap();
+    let seal = crypto.prepare_seal(&mut cmds, &keys, 1, &plain).unwrap();
+    let (ct, tag) = cpu_seal(&[5; 16], b"k", [0; 4], 1, &plain);
+    let open = crypto.prepare_open(&mut cmds, &keys, 1, &ct, &tag).unwrap();
+    assert!(matches!(sha.finish(), Err(Error::NotReady)), "not submitted yet");
+    let sha = crypto.prepare_sha256_many(&mut cmds, &msgs).unwrap();
+    cmds.submit_and_wait().unwrap();
+    let want_sha: Vec<[u8; 32]> = msgs.iter().map(|m| <sha2::Sha256 as sha2::Digest>::digest(m).into()).collect();
+    assert_eq!(sha.finish().unwrap(), want_sha);
+    let want_hmac: Vec<[u8; 32]> = msgs.iter().map(|m| cpu_hmac(b"hk", &[m])).collect();
+    assert_eq!(hmac.finish().unwrap(), want_hmac);
+    assert!(aes.finish().unwrap() == cpu_ctr(&[8; 32], &[1; 16], &plain));
+    let sealed = seal.finish().unwrap();
+    assert_eq!((sealed.ciphertext, sealed.tag), (ct, tag));
+    assert_eq!(open.finish().unwrap(), plain);
+    drop(crypto);
+    finish(device);
+}
+
+#[test]
+fn staging_memory_is_reused_across_flushes() {
+    let device = device();
+    let crypto = Crypto::new(&device).unwrap();
+    let exec = Executor::new(&device).unwrap();
+    let keys = RecordKeys::new(&[1; 32], b"k", [0; 4]).unwrap();
+    let mut peak = 0;
+    // 40 rounds of 100 records of 16 KiB: 64 MiB staged in all, through the same few chunks.
+    for round in 0..40u64 {
+        let handles: Vec<_> = (0..100u64)
+            .map(|i| {
+                let (crypto, keys) = (crypto.clone(), keys.clone());
+                exec.spawn_with(move |ctx| async move {
+                    let mut buf = bytes(16384, round * 1000 + i);
+                    crypto.seal_in_place(&ctx, &keys, round * 1000 + i, &mut buf).await.map(|_| ())
+                })
+            })
+            .collect();
+        exec.block_on(async {
+            for h in handles {
+                h.await.unwrap().unwrap();
+            }
+        });
+        peak = peak.max(device.memory_report().live_bytes);
+    }
+    // A 32 MiB chunk (and its read-back twin on a discrete GPU), a spare or two, and tables.
+    assert!(peak <= (6 * 33) << 20, "live bytes peaked at {peak}");
+    drop((exec, crypto));
+    finish(device);
+}
+
+/// A user's kind: one round of `mix` over each item's buffer (one dispatch per item here; a
+/// real kind would gather the items into one table and one dispatch).
+struct MixOnce {
+    kernel: Kernel,
+}
+
+impl BatchKind for MixOnce {
+    type Item = (Arc<Buffer<u32>>, Arc<std::sync::Mutex<Option<Error>>>);
+    fn encode(&self, items: &mut Vec<Self::Item>, enc: &mut Encoder<'_>) -> vkasync::Result<()> {
+        for (buf, _) in items.iter() {
+            let n = buf.len() as u32;
+            let push: Vec<u8> = [n, 1u32].iter().flat_map(|w| w.to_le_bytes()).collect();
+            enc.dispatch(&self.kernel, [n.div_ceil(64), 1, 1], &[Arg::storage(&**buf)], &push)?;
+        }
+        Ok(())
+    }
+    fn fail(&self, items: Vec<Self::Item>, error: &Error) {
+        for (_, slot) in items {
+            *slot.lock().unwrap() = Some(error.clone());
+        }
+    }
+}
+
+/// A kind whose encode always fails.
+struct Broken;
+
+impl BatchKind for Broken {
+    type Item = Arc<std::sync::Mutex<Option<Error>>>;
+    fn encode(&self, _items: &mut Vec<Self::Item>, enc: &mut Encoder<'_>) -> vkasync::Result<()> {
+        // A nested batch is refused, and the error fails this kind's items only.
+        enc.batch(&Arc::new(Broken), Arc::default())
+    }
+    fn fail(&self, items: Vec<Self::Item>, error: &Error) {
+        for slot in items {
+            *slot.lock().unwrap() = Some(error.clone());
+        }
+    }
+}
+
+#[test]
+fn a_users_own_kind_joins_and_a_failing_kind_fails_only_its_items() {
+    let device = device();
+    let kind = Arc::new(MixOnce { kernel: Kernel::new(&device, &kernels::MIX).unwrap() });
+    let broken = Arc::new(Broken);
+    let exec = Executor::new(&device).unwrap();
+    let mut handles = Vec::new();
+    for t in 0..20u32 {
+        let (kind, broken) = (kind.clone(), broken.clone());
+        handles.push(exec.spawn_with(move |ctx| async move {
+            let data: Vec<u32> = (0..300).map(|i| i * 7 + t).collect();
+            let buf = Arc::new(Buffer::<u32>::new(ctx.device(), data.len(), MemoryKind::Device)?);
+            ctx.upload(&buf, &data)?;
+            ctx.synchronize().await?;
+            let failed = Arc::new(std::sync::Mutex::new(None));
+            ctx.batch(&kind, (buf.clone(), failed.clone()))?;
+            let broken_slot = Arc::new(std::sync::Mutex::new(None));
+            ctx.batch(&broken, broken_slot.clone())?;
+            // An item's output is the task's only after its flush completed (a read-back
+            // recorded in the same epoch would be ordered before the batch).
+            ctx.synchronize().await?;
+            let got = ctx.read(&buf).await?;
+            assert!(failed.lock().unwrap().is_none());
+            assert!(matches!(*broken_slot.lock().unwrap(), Some(Error::InvalidArgument(_))));
+            Ok::<_, Error>(got == data.iter().map(|&x| mix_cpu(x, 1)).collect::<Vec<_>>())
+        }));
+    }
+    let ok = exec.block_on(async {
+        let mut ok = 0;
+        for h in handles {
+            ok += h.await.unwrap().unwrap() as usize;
+        }
+        ok
+    });
+    assert_eq!(ok, 20);
+    drop(exec);
+    finish(device);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24)
+    ))]
+    /// Any mix of record lengths, key sizes, MAC keys and sequence numbers, sealed in one flush,
+    /// matches the RustCrypto composition, and opens back.
+    #[test]
+    fn sealed_records_match_the_rustcrypto_composition(
+        records in proptest::collection::vec(
+            (0usize..2500, prop::bool::ANY, 0usize..100, any::<u64>(), any::<[u8; 4]>(), any::<u64>()),
+            1..12,
+        )
+    ) {
+        let device = device();
+        let crypto = Crypto::new(&device).unwrap();
+        let mut cmds = CommandList::new(&device);
+        let mut pending = Vec::new();
+        for (len, big, mac_len, seq, prefix, seed) in &records {
+            let aes_key = bytes(if *big { 32 } else { 16 }, *seed);
+            let mac_key = bytes(*mac_len, seed ^ 1);
+            let plain = bytes(*len, seed ^ 2);
+            let keys = RecordKeys::new(&aes_key, &mac_key, *prefix).unwrap();
+            let p = crypto.prepare_seal(&mut cmds, &keys, *seq, &plain).unwrap();
+            pending.push((p, cpu_seal(&aes_key, &mac_key, *prefix, *seq, &plain)));
+        }
+        cmds.submit_and_wait().unwrap();
+        for (p, (ct, tag)) in pending {
+            let s = p.finish().unwrap();
+            prop_assert!(s.ciphertext == ct, "ciphertext differs");
+            prop_assert_eq!(s.tag, tag);
+        }
+        drop(crypto);
+        assert_no_validation_messages(&device);
+    }
+}
