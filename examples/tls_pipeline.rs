@@ -1,40 +1,53 @@
-//! A TLS-like pipeline on the GPU: encrypt one buffer with AES-256-CTR and hash a batch of records
-//! with SHA-256, two independent jobs, run two ways on the same device:
-//! - `executor`: the two jobs are concurrent tasks (`Crypto::aes_ctr`, `Crypto::sha256_many`);
-//!   the executor records both, submits once and waits once;
-//! - `blocking`: the same work one function after the other, each synchronising on its own
-//!   (`Crypto::aes_ctr_blocking`, then `Crypto::sha256_many_blocking`): the naive pattern.
+//! The seed's case as a server meets it: C connections, each a task sealing R records with its
+//! own keys (AES-CTR, then HMAC-SHA256 over nonce and ciphertext), host memory to host memory,
+//! every record verified against the RustCrypto crates composed the same way.
 //!
-//! The modes alternate, `--reps` runs each (3 by default), and every run's results are verified
-//! against the RustCrypto crates. The table gives the median wall time of a run (uploads,
-//! kernels and read-backs; not the verification), and one run's `vkQueueSubmit` calls and host
-//! waits; the last line is the stats of the executor of the last executor run.
+//! Modes, each timed in the same run (interleaved, median of `--reps`):
+//! - `blocking`: the naive GPU pattern, one call after another, each synchronising on its own
+//!   (`Crypto::aes_ctr_blocking`, then `Crypto::hmac_sha256_many_blocking` of nonce and
+//!   ciphertext): two submits and two host waits per record;
+//! - `waits-only`: every connection a task on the [`Executor`], each recording its own uploads,
+//!   key schedule, AES and HMAC dispatches and read-backs on device buffers
+//!   (`Crypto::record_aes_ctr`, `Crypto::record_hmac_sha256`): the waits are coalesced, the
+//!   work is not (about ten commands and two dispatches per record);
+//! - `coalesced`: every connection a task calling `Crypto::seal_in_place`; each flush runs
+//!   every task's records as one AES dispatch and one HMAC dispatch, through reused staging;
+//! - `coalesced-tokio`: the same through a [`Queue`] from a tokio multi-thread runtime (one
+//!   worker per host core), so that the host copies run on all cores;
+//! - `cpu-1`: RustCrypto on one host core; `cpu-all`: RustCrypto on every host core.
 //!
-//! `cargo run --release --example tls_pipeline -- [--bytes N] [--records R] [--record-size S]
-//! [--reps R]`
+//! It prints a table (records/s, GB/s of plaintext, p50/p99 record latency, submits,
+//! dispatches, host waits per run), the stats line of the last coalesced run, and with
+//! `--csv FILE` writes the table as CSV.
+//!
+//! `cargo run --release --example tls_pipeline -- [--connections C] [--records R]
+//! [--record-size S] [--reps N] [--modes a,b,..] [--csv FILE]`
 
 use aes::cipher::{KeyIvInit, StreamCipher};
-use sha2::Digest;
+use hmac::Mac;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vkasync::crypto::Crypto;
-use vkasync::{Device, Error, Executor};
+use vkasync::crypto::{pack_le_words, unpack_le_words, AesKey, Crypto, HmacKey, MessageIndex, RecordKeys};
+use vkasync::{Buffer, Device, Error, Executor, MemoryKind, Queue, Stats};
 
-const KEY: [u8; 32] = *b"an AES-256 key for tls_pipeline!";
-const IV: [u8; 16] = *b"nonce+counter=16";
+const MODES: [&str; 6] = ["blocking", "waits-only", "coalesced", "coalesced-tokio", "cpu-1", "cpu-all"];
 
-fn flag(args: &[String], name: &str, default: usize) -> usize {
-    match args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)) {
-        None => default,
-        Some(v) => v.parse().unwrap_or_else(|_| {
+fn flag(args: &[String], name: &str) -> Option<String> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
+}
+
+fn num(args: &[String], name: &str, default: usize) -> usize {
+    flag(args, name).map_or(default, |v| {
+        v.parse().unwrap_or_else(|_| {
             eprintln!("{name}: not a number: {v:?}");
             std::process::exit(2)
-        }),
-    }
+        })
+    })
 }
 
 /// Deterministic pseudo-random bytes (xorshift64*).
 fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     (0..len)
         .map(|_| {
             x ^= x >> 12;
@@ -45,100 +58,391 @@ fn bytes(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-fn median(v: &mut [Duration]) -> Duration {
-    v.sort();
-    v[v.len() / 2]
+/// One connection: its keys and its records' plaintexts.
+struct Conn {
+    aes_key: Vec<u8>,
+    mac_key: Vec<u8>,
+    prefix: [u8; 4],
+    keys: RecordKeys,
+    records: Vec<Vec<u8>>,
 }
 
-fn verify(mode: &str, ciphertext: &[u8], digests: &[[u8; 32]], want_ct: &[u8], want_digests: &[[u8; 32]]) {
-    if ciphertext != want_ct {
-        eprintln!("{mode}: the AES-256-CTR ciphertext differs from RustCrypto's");
-        std::process::exit(1);
+impl Conn {
+    fn nonce(&self, seq: usize) -> [u8; 16] {
+        self.keys.nonce(seq as u64)
     }
-    if digests != want_digests {
-        eprintln!("{mode}: the SHA-256 digests differ from RustCrypto's");
-        std::process::exit(1);
+}
+
+/// A sealed record: ciphertext and tag.
+type Sealed = (Vec<u8>, [u8; 32]);
+
+/// RustCrypto: AES-256-CTR from the nonce, then HMAC-SHA256 over nonce and ciphertext.
+fn cpu_seal(c: &Conn, seq: usize, buf: &mut [u8]) -> [u8; 32] {
+    let nonce = c.nonce(seq);
+    ctr::Ctr128BE::<aes::Aes256>::new(c.aes_key[..].into(), &nonce.into()).apply_keystream(buf);
+    let mut m = hmac::Hmac::<sha2::Sha256>::new_from_slice(&c.mac_key).expect("any key length");
+    m.update(&nonce);
+    m.update(buf);
+    m.finalize().into_bytes().into()
+}
+
+/// One run of a mode: every connection's sealed records, each record's latency, and the stats
+/// (submits, dispatches, host waits) where a GPU front ran it.
+struct Run {
+    out: Vec<Vec<Sealed>>,
+    latencies: Vec<Duration>,
+    wall: Duration,
+    submits: u64,
+    dispatches: u64,
+    host_waits: u64,
+    stats: Option<Stats>,
+}
+
+fn run_cpu(conns: &[Conn], threads: usize) -> Run {
+    let start = Instant::now();
+    let per = conns.len().div_ceil(threads.max(1)).max(1);
+    let parts: Vec<(Vec<Vec<Sealed>>, Vec<Duration>)> = std::thread::scope(|s| {
+        let hs: Vec<_> = conns
+            .chunks(per)
+            .map(|chunk| {
+                s.spawn(move || {
+                    let mut lat = Vec::new();
+                    let out = chunk
+                        .iter()
+                        .map(|c| {
+                            c.records
+                                .iter()
+                                .enumerate()
+                                .map(|(seq, p)| {
+                                    let t = Instant::now();
+                                    let mut buf = p.clone();
+                                    let tag = cpu_seal(c, seq, &mut buf);
+                                    lat.push(t.elapsed());
+                                    (buf, tag)
+                                })
+                                .collect()
+                        })
+                        .collect();
+                    (out, lat)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().expect("a CPU thread panicked")).collect()
+    });
+    let wall = start.elapsed();
+    let mut out = Vec::new();
+    let mut latencies = Vec::new();
+    for (o, l) in parts {
+        out.extend(o);
+        latencies.extend(l);
     }
+    Run { out, latencies, wall, submits: 0, dispatches: 0, host_waits: 0, stats: None }
+}
+
+fn run_blocking(device: &Device, crypto: &Crypto, conns: &[Conn]) -> Result<Run, Error> {
+    let before = device.last_submitted();
+    let start = Instant::now();
+    let mut out = Vec::new();
+    let mut latencies = Vec::new();
+    for c in conns {
+        let mut sealed = Vec::new();
+        for (seq, p) in c.records.iter().enumerate() {
+            let t = Instant::now();
+            let nonce = c.nonce(seq);
+            let ct = crypto.aes_ctr_blocking(&c.aes_key, &nonce, p)?;
+            let mut msg = nonce.to_vec();
+            msg.extend_from_slice(&ct);
+            let tag = crypto.hmac_sha256_many_blocking(&c.mac_key, &[msg])?[0];
+            latencies.push(t.elapsed());
+            sealed.push((ct, tag));
+        }
+        out.push(sealed);
+    }
+    let wall = start.elapsed();
+    let submits = device.last_submitted() - before;
+    Ok(Run { out, latencies, wall, submits, dispatches: submits, host_waits: submits, stats: None })
+}
+
+/// One record sealed with the task's own device buffers and commands (no coalesced work).
+async fn seal_waits_only(
+    crypto: &Crypto,
+    ctx: &vkasync::Ctx,
+    key: &AesKey,
+    mac: &HmacKey,
+    nonce: [u8; 16],
+    plain: &[u8],
+) -> Result<Sealed, Error> {
+    let mut rec = ctx.clone();
+    let device = ctx.device();
+    let key = key.upload(&mut rec)?;
+    let words = pack_le_words(plain, 16);
+    let data = Buffer::<u32>::new(device, words.len().max(4), MemoryKind::Device)?;
+    rec.upload(&data, &words)?;
+    crypto.record_aes_ctr(&mut rec, &key, &nonce, &data, plain.len())?;
+    // nonce || ciphertext for the MAC: the nonce's 4 words, then the ciphertext copied on the GPU.
+    let msg = Buffer::<u32>::new(device, 4 + data.len(), MemoryKind::Device)?;
+    rec.upload(&msg, &pack_le_words(&nonce, 16))?;
+    rec.copy_region(&data, 0, &msg, 4, data.len())?;
+    let index = MessageIndex::upload(&mut rec, &[0..16 + plain.len()])?;
+    let macs = Buffer::<[u32; 8]>::new(device, 1, MemoryKind::Device)?;
+    crypto.record_hmac_sha256(&mut rec, mac, &msg, &index, &macs)?;
+    let ct = rec.read_back(&data)?;
+    let tag = rec.read_back(&macs)?;
+    ctx.synchronize().await?;
+    let ct = unpack_le_words(&ct.into_vec()?, plain.len());
+    Ok((ct, vkasync::crypto::digest_bytes(&tag.into_vec()?[0])))
+}
+
+fn run_executor(crypto: &Crypto, conns: &Arc<Vec<Conn>>, coalesced: bool) -> Result<Run, Error> {
+    let exec = Executor::new(crypto.device())?;
+    // Outputs start as copies of the plaintexts (made before the clock starts): sealing in place
+    // needs no allocation on the timed path.
+    let bufs: Vec<Vec<Vec<u8>>> = conns.iter().map(|c| c.records.clone()).collect();
+    let start = Instant::now();
+    let handles: Vec<_> = bufs
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut bufs)| {
+            let (crypto, conns) = (crypto.clone(), conns.clone());
+            exec.spawn_with(move |ctx| async move {
+                let c = &conns[i];
+                let (key, mac) = (AesKey::new(&c.aes_key)?, HmacKey::new(&c.mac_key));
+                let mut out = Vec::with_capacity(bufs.len());
+                let mut lat = Vec::with_capacity(bufs.len());
+                for (seq, buf) in bufs.iter_mut().enumerate() {
+                    let t = Instant::now();
+                    let tag = if coalesced {
+                        crypto.seal_in_place(&ctx, &c.keys, seq as u64, buf).await?
+                    } else {
+                        let (ct, tag) = seal_waits_only(&crypto, &ctx, &key, &mac, c.nonce(seq), buf).await?;
+                        buf.copy_from_slice(&ct);
+                        tag
+                    };
+                    lat.push(t.elapsed());
+                    out.push(tag);
+                }
+                Ok::<_, Error>((bufs, out, lat))
+            })
+        })
+        .collect();
+    let results = exec.block_on(async {
+        let mut v = Vec::with_capacity(handles.len());
+        for h in handles {
+            v.push(h.await);
+        }
+        v
+    });
+    let wall = start.elapsed();
+    let mut out = Vec::new();
+    let mut latencies = Vec::new();
+    for r in results {
+        let (bufs, tags, lat) = r.expect("a connection's task panicked")?;
+        out.push(bufs.into_iter().zip(tags).collect());
+        latencies.extend(lat);
+    }
+    let s = exec.stats();
+    Ok(Run {
+        out,
+        latencies,
+        wall,
+        submits: s.submits,
+        dispatches: s.dispatches,
+        host_waits: s.host_waits,
+        stats: Some(s),
+    })
+}
+
+fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize) -> Result<Run, Error> {
+    let queue = Queue::new(crypto.device())?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
+    let bufs: Vec<Vec<Vec<u8>>> = conns.iter().map(|c| c.records.clone()).collect();
+    let start = Instant::now();
+    let results = rt.block_on(async {
+        let handles: Vec<_> = bufs
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut bufs)| {
+                let (crypto, conns, ctx) = (crypto.clone(), conns.clone(), queue.context());
+                tokio::spawn(async move {
+                    let c = &conns[i];
+                    let mut out = Vec::with_capacity(bufs.len());
+                    let mut lat = Vec::with_capacity(bufs.len());
+                    for (seq, buf) in bufs.iter_mut().enumerate() {
+                        let t = Instant::now();
+                        out.push(crypto.seal_in_place(&ctx, &c.keys, seq as u64, buf).await?);
+                        lat.push(t.elapsed());
+                    }
+                    Ok::<_, Error>((bufs, out, lat))
+                })
+            })
+            .collect();
+        let mut v = Vec::with_capacity(handles.len());
+        for h in handles {
+            v.push(h.await.expect("a connection's task panicked"));
+        }
+        v
+    });
+    let wall = start.elapsed();
+    let mut out = Vec::new();
+    let mut latencies = Vec::new();
+    for r in results {
+        let (bufs, tags, lat) = r?;
+        out.push(bufs.into_iter().zip(tags).collect());
+        latencies.extend(lat);
+    }
+    let s = queue.stats();
+    drop(rt);
+    Ok(Run {
+        out,
+        latencies,
+        wall,
+        submits: s.submits,
+        dispatches: s.dispatches,
+        host_waits: s.host_waits,
+        stats: Some(s),
+    })
+}
+
+fn percentile(v: &mut [Duration], p: f64) -> Duration {
+    v.sort();
+    v.get(((v.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or_default()
 }
 
 fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().collect();
-    let len = flag(&args, "--bytes", 16 << 20);
-    let n_records = flag(&args, "--records", 10_000);
-    let record_size = flag(&args, "--record-size", 2048);
-    let reps = flag(&args, "--reps", 3).max(1);
+    let n_conns = num(&args, "--connections", 1000).max(1);
+    let n_records = num(&args, "--records", 4).max(1);
+    let size = num(&args, "--record-size", 1024);
+    let reps = num(&args, "--reps", 3).max(1);
+    let modes: Vec<String> = flag(&args, "--modes")
+        .map_or_else(|| MODES.iter().map(|m| m.to_string()).collect(), |m| m.split(',').map(String::from).collect());
+    if let Some(bad) = modes.iter().find(|m| !MODES.contains(&m.as_str())) {
+        eprintln!("unknown mode {bad:?}; modes: {}", MODES.join(","));
+        std::process::exit(2);
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
 
-    let device = Device::builder().always_stage(args.iter().any(|a| a == "--always-stage")).build()?;
+    let device = Device::new()?;
     let crypto = Crypto::new(&device)?;
-    println!("device: {}", device.info().name);
-    // Shared with the tasks by reference count, so that both modes see the same host memory
-    // (a copy per run would time the allocator, not the GPU).
-    let plaintext = std::rc::Rc::new(bytes(len, 1));
-    let records: std::rc::Rc<Vec<Vec<u8>>> =
-        std::rc::Rc::new((0..n_records).map(|i| bytes(record_size, 2 + i as u64)).collect());
+    let name = device.info().name.replace(',', ";");
+    println!("device: {name}; host cores: {cores}");
+    println!(
+        "{n_conns} connections x {n_records} records of {size} B, AES-256-CTR then HMAC-SHA256 (own keys per \
+         connection); median of {reps} runs per mode, every record verified against RustCrypto"
+    );
+    let conns: Arc<Vec<Conn>> = Arc::new(
+        (0..n_conns as u64)
+            .map(|i| {
+                let aes_key = bytes(32, 3 * i);
+                let mac_key = bytes(32, 3 * i + 1);
+                let prefix = (i as u32).to_be_bytes();
+                let keys = RecordKeys::new(&aes_key, &mac_key, prefix).expect("a 32-byte key");
+                let records = (0..n_records).map(|r| bytes(size, (i << 20) + r as u64 + 7)).collect();
+                Conn { aes_key, mac_key, prefix, keys, records }
+            })
+            .collect(),
+    );
+    let want = run_cpu(&conns, cores).out;
+    let _ = conns[0].prefix;
 
-    // The expected results, on the CPU.
-    let mut want_ct = plaintext.to_vec();
-    ctr::Ctr128BE::<aes::Aes256>::new(&KEY.into(), &IV.into()).apply_keystream(&mut want_ct);
-    let want_digests: Vec<[u8; 32]> = records.iter().map(|r| sha2::Sha256::digest(r).into()).collect();
+    // Warm-up: pipelines compile at their first dispatch on some drivers.
+    let warm = Arc::new(conns.iter().take(4).map(|c| Conn { records: vec![vec![1; 64]], ..c.clone_keys() }).collect());
+    run_executor(&crypto, &warm, true)?;
+    run_executor(&crypto, &warm, false)?;
+    run_blocking(&device, &crypto, &warm)?;
 
-    // Warm up both kernels (some drivers compile a shader at its first dispatch).
-    crypto.aes_ctr_blocking(&KEY, &IV, &plaintext[..len.min(4096)])?;
-    crypto.sha256_many_blocking(&records[..n_records.min(4)])?;
-
-    // The two modes, alternating which goes first, `reps` times each; the median wall time is
-    // reported. Every run's results are verified.
-    let mut executor_walls = Vec::new();
-    let mut blocking_walls = Vec::new();
-    let mut blocking_submits = 0;
-    let mut exec = Executor::new(&device)?;
+    let mut runs: Vec<Vec<Run>> = modes.iter().map(|_| Vec::new()).collect();
     for rep in 0..reps {
-        for mode in [rep % 2, 1 - rep % 2] {
-            if mode == 0 {
-                // Executor: two concurrent tasks, one submit, one wait (a fresh executor per run,
-                // so that the stats line below is one run's).
-                exec = Executor::new(&device)?;
-                let (c1, ctx1, data) = (crypto.clone(), exec.context(), std::rc::Rc::clone(&plaintext));
-                let (c2, ctx2, recs) = (crypto.clone(), exec.context(), std::rc::Rc::clone(&records));
-                let start = Instant::now();
-                let enc = exec.spawn(async move { c1.aes_ctr(&ctx1, &KEY, &IV, &data).await });
-                let hash = exec.spawn(async move { c2.sha256_many(&ctx2, &recs).await });
-                exec.run();
-                let ciphertext = enc.join().expect("the AES task panicked")?;
-                let digests = hash.join().expect("the SHA-256 task panicked")?;
-                executor_walls.push(start.elapsed());
-                verify("executor", &ciphertext, &digests, &want_ct, &want_digests);
-            } else {
-                // Blocking: each helper submits and waits on its own.
-                let before = device.last_submitted();
-                let start = Instant::now();
-                let ciphertext = crypto.aes_ctr_blocking(&KEY, &IV, &plaintext)?;
-                let digests = crypto.sha256_many_blocking(&records)?;
-                blocking_walls.push(start.elapsed());
-                blocking_submits = device.last_submitted() - before;
-                verify("blocking", &ciphertext, &digests, &want_ct, &want_digests);
+        for k in 0..modes.len() {
+            let m = (k + rep) % modes.len();
+            let run = match modes[m].as_str() {
+                "blocking" => run_blocking(&device, &crypto, &conns)?,
+                "waits-only" => run_executor(&crypto, &conns, false)?,
+                "coalesced" => run_executor(&crypto, &conns, true)?,
+                "coalesced-tokio" => run_tokio(&crypto, &conns, cores)?,
+                "cpu-1" => run_cpu(&conns, 1),
+                _ => run_cpu(&conns, cores),
+            };
+            if run.out != want {
+                eprintln!("{}: a sealed record differs from RustCrypto's", modes[m]);
+                std::process::exit(1);
             }
+            runs[m].push(run);
         }
     }
-    let stats = exec.stats();
-    // Each blocking helper waits once, for its own submission.
-    let blocking_waits = 2;
-    let (executor_wall, blocking_wall) = (median(&mut executor_walls), median(&mut blocking_walls));
 
-    println!(
-        "AES-256-CTR over {:.1} MiB and SHA-256 of {n_records} records of {record_size} B; \
-         median of {reps} runs per mode, every run verified against RustCrypto",
-        len as f64 / (1 << 20) as f64
+    let total = (n_conns * n_records) as f64;
+    let bytes_total = total * size as f64;
+    let mut csv = String::from(
+        "device,mode,connections,records,record_bytes,wall_ms,records_per_s,gb_per_s,p50_us,p99_us,submits,dispatches,host_waits\n",
     );
-    let row = |mode: &str, wall: Duration, submits: u64, waits: u64| {
-        println!("{mode:<10} {:>12.2?} {submits:>8} {waits:>11}", wall);
-    };
-    println!("{:<10} {:>12} {:>8} {:>11}", "mode", "wall time", "submits", "host waits");
-    // Submits and waits of one run: the executor's from its stats, the blocking path's from the
-    // device's submission counter.
-    row("executor", executor_wall, stats.submits, stats.host_waits);
-    row("blocking", blocking_wall, blocking_submits, blocking_waits);
-    println!("speed-up: {:.2}x", blocking_wall.as_secs_f64() / executor_wall.as_secs_f64());
-    println!("{}", exec.stats());
+    println!(
+        "{:<16} {:>12} {:>8} {:>10} {:>10} {:>8} {:>10} {:>10}",
+        "mode", "records/s", "GB/s", "p50", "p99", "submits", "dispatches", "host waits"
+    );
+    let mut last_stats = None;
+    let mut speed = std::collections::HashMap::new();
+    for (m, mode) in modes.iter().enumerate() {
+        let rs = &mut runs[m];
+        rs.sort_by_key(|r| r.wall);
+        let mid = rs.len() / 2;
+        let r = &mut rs[mid];
+        let secs = r.wall.as_secs_f64();
+        let (p50, p99) = (percentile(&mut r.latencies, 0.5), percentile(&mut r.latencies, 0.99));
+        println!(
+            "{mode:<16} {:>12.0} {:>8.3} {:>10.1?} {:>10.1?} {:>8} {:>10} {:>10}",
+            total / secs,
+            bytes_total / secs / 1e9,
+            p50,
+            p99,
+            r.submits,
+            r.dispatches,
+            r.host_waits
+        );
+        csv += &format!(
+            "{name},{mode},{n_conns},{n_records},{size},{:.3},{:.0},{:.4},{:.1},{:.1},{},{},{}\n",
+            secs * 1e3,
+            total / secs,
+            bytes_total / secs / 1e9,
+            p50.as_secs_f64() * 1e6,
+            p99.as_secs_f64() * 1e6,
+            r.submits,
+            r.dispatches,
+            r.host_waits
+        );
+        speed.insert(mode.as_str(), secs);
+        if mode == "coalesced" {
+            last_stats = r.stats;
+        }
+    }
+    if let (Some(b), Some(c)) = (speed.get("blocking"), speed.get("coalesced")) {
+        println!("coalesced is {:.1}x faster than blocking", b / c);
+    }
+    if let (Some(w), Some(c)) = (speed.get("waits-only"), speed.get("coalesced")) {
+        println!("coalesced is {:.1}x faster than waits-only", w / c);
+    }
+    if let (Some(cpu), Some(c)) = (speed.get("cpu-all"), speed.get("coalesced")) {
+        println!("coalesced runs at {:.2}x the speed of RustCrypto on all {cores} cores", cpu / c);
+    }
+    if let Some(s) = last_stats {
+        println!("{s}");
+    }
+    if let Some(path) = flag(&args, "--csv") {
+        std::fs::write(&path, csv).map_err(|e| Error::InvalidArgument(format!("cannot write {path}: {e}")))?;
+        println!("wrote {path}");
+    }
     Ok(())
+}
+
+impl Conn {
+    /// The same keys with no records (for the warm-up).
+    fn clone_keys(&self) -> Conn {
+        Conn {
+            aes_key: self.aes_key.clone(),
+            mac_key: self.mac_key.clone(),
+            prefix: self.prefix,
+            keys: self.keys.clone(),
+            records: Vec::new(),
+        }
+    }
 }
