@@ -183,7 +183,8 @@ async fn seal_waits_only(
     let msg = Buffer::<u32>::new(device, 4 + data.len(), MemoryKind::Device)?;
     rec.upload(&msg, &pack_le_words(&nonce, 16))?;
     rec.copy_region(&data, 0, &msg, 4, data.len())?;
-    let index = MessageIndex::upload(&mut rec, &[0..16 + plain.len()])?;
+    let whole = 0..16 + plain.len();
+    let index = MessageIndex::upload(&mut rec, std::slice::from_ref(&whole))?;
     let macs = Buffer::<[u32; 8]>::new(device, 1, MemoryKind::Device)?;
     crypto.record_hmac_sha256(&mut rec, mac, &msg, &index, &macs)?;
     let ct = rec.read_back(&data)?;
