@@ -237,7 +237,7 @@ fn main() -> Result<(), Error> {
     }
     println!("robust buffer access: {:?}", device.robust_access());
     let limits = *device.limits();
-    let crypto = Crypto::new(&device)?;
+    let crypto = Crypto::new(&device)?.with_offload(vkasync::crypto::Offload::Gpu);
     println!("device: {name}");
     println!(
         "limits: maxComputeSharedMemorySize {} KiB, maxStorageBufferRange {} MiB",

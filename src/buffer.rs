@@ -302,6 +302,26 @@ impl RawBuffer {
         Ok(())
     }
 
+    /// `[offset, offset + len)` of a mapped buffer as a mutable slice (the host side of the
+    /// crypto offload computes in place there).
+    ///
+    /// # Safety
+    /// No GPU work that may still run accesses this range, no other thread accesses it while
+    /// the slice lives, and the memory is host-readable at a reasonable speed (not BAR).
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn range_mut(&self, offset: u64, len: u64) -> Result<&mut [u8]> {
+        let ptr = self.mapped.ok_or_else(|| Error::BufferUsage("buffer memory is not host-visible".into()))?;
+        if offset.checked_add(len).is_none_or(|e| e > self.size) {
+            return Err(Error::SizeMismatch {
+                what: "range past the end of the buffer",
+                expected: self.size,
+                got: offset,
+            });
+        }
+        // SAFETY: inside the mapping (checked above); exclusivity is the caller's contract.
+        Ok(unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr().add(offset as usize), len as usize) })
+    }
+
     /// Copies `[offset, offset + out.len())` of a mapped buffer into `out`, without the
     /// whole-buffer idleness check (see [`Self::write_range`]).
     ///

@@ -60,7 +60,7 @@ fn bytes(len: usize, seed: u64) -> Vec<u8> {
 fn a_thousand_tasks_with_their_own_keys_share_one_aes_dispatch() {
     let _w = Watchdog::new(std::time::Duration::from_secs(300));
     let device = device();
-    let crypto = Crypto::new(&device).unwrap();
+    let crypto = Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
     let exec = Executor::new(&device).unwrap();
     let n = 1000;
     let mut handles = Vec::new();
@@ -94,7 +94,7 @@ fn a_thousand_tasks_with_their_own_keys_share_one_aes_dispatch() {
 fn seal_and_open_match_rustcrypto_and_share_dispatches() {
     let _w = Watchdog::new(std::time::Duration::from_secs(300));
     let device = device();
-    let crypto = Crypto::new(&device).unwrap();
+    let crypto = Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
     let exec = Executor::new(&device).unwrap();
     let n = 300u64;
     let mut handles = Vec::new();
@@ -140,7 +140,7 @@ fn seal_and_open_match_rustcrypto_and_share_dispatches() {
 #[test]
 fn open_rejects_a_wrong_tag_sequence_or_key_and_releases_no_plaintext() {
     let device = device();
-    let crypto = Crypto::new(&device).unwrap();
+    let crypto = Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
     let exec = Executor::new(&device).unwrap();
     let ctx = exec.context();
     let keys = RecordKeys::new(&[3; 32], b"mac key", [1, 2, 3, 4]).unwrap();
@@ -182,7 +182,7 @@ fn open_rejects_a_wrong_tag_sequence_or_key_and_releases_no_plaintext() {
 fn records_sealed_from_tokio_workers_are_coalesced() {
     let _w = Watchdog::new(std::time::Duration::from_secs(300));
     let device = device();
-    let crypto = Crypto::new(&device).unwrap();
+    let crypto = Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
     let queue = Queue::new(&device).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).build().unwrap();
     let ok = rt.block_on(async {
@@ -217,7 +217,7 @@ fn records_sealed_from_tokio_workers_are_coalesced() {
 #[test]
 fn hashes_ciphers_and_records_of_one_flush_do_not_disturb_each_other() {
     let device = device();
-    let crypto = Crypto::new(&device).unwrap();
+    let crypto = Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
     let mut cmds = CommandList::new(&device);
     let msgs: Vec<Vec<u8>> = (0..50).map(|i| bytes(i * 13, i as u64)).collect();
     let keys = RecordKeys::new(&[5; 16], b"k", [0; 4]).unwrap();
@@ -247,7 +247,7 @@ fn hashes_ciphers_and_records_of_one_flush_do_not_disturb_each_other() {
 #[test]
 fn staging_memory_is_reused_across_flushes() {
     let device = device();
-    let crypto = Crypto::new(&device).unwrap();
+    let crypto = Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
     let exec = Executor::new(&device).unwrap();
     let keys = RecordKeys::new(&[1; 32], b"k", [0; 4]).unwrap();
     let mut peak = 0;
@@ -367,7 +367,7 @@ proptest! {
         )
     ) {
         let device = device();
-        let crypto = Crypto::new(&device).unwrap();
+        let crypto = Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
         let mut cmds = CommandList::new(&device);
         let mut pending = Vec::new();
         for (len, big, mac_len, seq, prefix, seed) in &records {
@@ -387,4 +387,60 @@ proptest! {
         drop(crypto);
         assert_no_validation_messages(&device);
     }
+}
+
+#[test]
+fn small_flushes_run_on_the_host_and_agree_with_the_gpu() {
+    let device = device();
+    let gpu = Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
+    let host = gpu.clone().with_offload(vkasync::crypto::Offload::Host);
+    let split = gpu.clone().with_offload(vkasync::crypto::Offload::Below(10_000));
+    assert_eq!((gpu.offload_threshold(), host.offload_threshold(), split.offload_threshold()), (0, u64::MAX, 10_000));
+    // lavapipe is a CPU device: the runtime's own choice is the host.
+    assert_eq!(Crypto::new(&device).unwrap().offload_threshold(), u64::MAX);
+    let keys = RecordKeys::new(&[4; 16], b"mac", [1; 4]).unwrap();
+    let msgs: Vec<Vec<u8>> = (0..20).map(|i| bytes(i * 37, i as u64)).collect();
+    for (crypto, name) in [(&gpu, "gpu"), (&host, "host"), (&split, "below 10,000 bytes")] {
+        for n in [1usize, 40] {
+            let exec = Executor::new(&device).unwrap();
+            let handles: Vec<_> = (0..n as u64)
+                .map(|i| {
+                    let (crypto, keys, msgs) = (crypto.clone(), keys.clone(), msgs.clone());
+                    exec.spawn_with(move |ctx| async move {
+                        let plain = bytes(300 + i as usize, i);
+                        let s = crypto.seal(&ctx, &keys, i, &plain).await?;
+                        let opened = crypto.open(&ctx, &keys, i, &s.ciphertext, &s.tag).await?;
+                        let bad = crypto.open(&ctx, &keys, i + 1, &s.ciphertext, &s.tag).await;
+                        let digests = crypto.hmac_sha256_many(&ctx, b"hk", &msgs).await?;
+                        let ct = crypto.aes_ctr(&ctx, &[9; 32], &[i as u8; 16], &plain).await?;
+                        Ok::<_, Error>(
+                            (s.ciphertext, s.tag) == cpu_seal(&[4; 16], b"mac", [1; 4], i, &plain)
+                                && opened == plain
+                                && bad == Err(Error::AuthenticationFailed)
+                                && digests == msgs.iter().map(|m| cpu_hmac(b"hk", &[m])).collect::<Vec<_>>()
+                                && ct == cpu_ctr(&[9; 32], &[i as u8; 16], &plain),
+                        )
+                    })
+                })
+                .collect();
+            let ok = exec.block_on(async {
+                let mut ok = 0;
+                for h in handles {
+                    ok += h.await.unwrap().unwrap() as usize;
+                }
+                ok
+            });
+            assert_eq!(ok, n, "{name}, {n} task(s)");
+            let s = exec.stats();
+            match name {
+                "gpu" => assert!(s.dispatches > 0, "{name}: {s}"),
+                "host" => assert_eq!(s.dispatches, 0, "{name}: {s}"),
+                // One task's flushes are small (host); 40 tasks' first flushes carry more.
+                _ if n == 1 => assert_eq!(s.dispatches, 0, "{name}: {s}"),
+                _ => {}
+            }
+        }
+    }
+    drop((gpu, host, split));
+    finish(device);
 }

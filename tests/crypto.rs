@@ -53,7 +53,7 @@ fn iv(s: &str) -> [u8; 16] {
 
 fn setup() -> (Device, Crypto) {
     let device = device();
-    let crypto = Crypto::new(&device).unwrap();
+    let crypto = Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
     (device, crypto)
 }
 
@@ -119,7 +119,7 @@ fn message() -> impl Strategy<Value = Vec<u8>> {
 #[test]
 fn hashing_one_message_over_several_dispatches_gives_identical_results() {
     let device = device();
-    let crypto = Crypto::new(&device).unwrap();
+    let crypto = Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
     // Lengths around the padding boundary (55/56) and the block boundary, up to ten blocks, so
     // that messages end inside, at the start and at the end of a window, and one window
     // finishes a short message while a long one goes on. tests/long_messages.rs does the same
@@ -667,7 +667,7 @@ fn async_functions_run_as_concurrent_tasks_with_one_submit() {
     use aes::cipher::{KeyIvInit, StreamCipher};
     use sha2::Digest;
     let device = common::device();
-    let crypto = vkasync::crypto::Crypto::new(&device).unwrap();
+    let crypto = vkasync::crypto::Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
     let exec = vkasync::Executor::builder(&device).flush_policy(vkasync::FlushPolicy::WhenIdle).build().unwrap();
     let key = [0x42u8; 32];
     let iv = [0xfeu8; 16];

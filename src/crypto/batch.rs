@@ -13,10 +13,17 @@
 //! each digest written into the slot where the item asked. At the flush, [`CryptoBatch::encode`]
 //! builds the per-flush tables (key schedules and HMAC midstates, deduplicated by key; one row
 //! per AES range with its key, counter, place and length; one row per message) and records,
-//! per staging chunk: the `mac_first` hashes, the AES ranges, the hashes, and on a discrete GPU
-//! one copy of every item's slot into the chunk's host-cached twin. The recording orders them
-//! (they all use the chunk) and ends with a barrier to host reads. When the flush completes,
-//! the caller reads its results out of its slot ([`Ticket`]).
+//! per staging chunk: on a discrete GPU one copy of every item's slot from the chunk's host
+//! side to the GPU's buffer, the `mac_first` hashes, the AES ranges, the hashes, and one copy
+//! back. The recording orders them (they all use the chunk) and ends with a barrier to host
+//! reads. When the flush completes, the caller reads its results out of its slot ([`Ticket`]).
+//!
+//! # Offload
+//!
+//! A flush whose items carry fewer bytes than the crossover (see [`super::Offload`]) is not
+//! sent to the GPU at all: `encode` computes every item on the host, in place in the slots,
+//! with the RustCrypto crates, and marks the items done. The caller's wait returns as soon as
+//! it sees that, without waiting for the flush's (then empty) submission.
 
 use super::host;
 use super::{AesKey, HmacKey};
@@ -26,7 +33,7 @@ use crate::staging::{Arena, Slot};
 use crate::{kernels, Arg, Buffer, Device, Kernel, MemoryKind, Recorder};
 use smallvec::SmallVec;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// AES-CTR over `len` bytes at byte `at` of the slot (a multiple of 16), from `counter`.
@@ -52,6 +59,8 @@ pub(crate) struct ItemState {
     error: OnceLock<Error>,
     /// The flush's submission value (0 until submitted).
     value: OnceLock<Arc<AtomicU64>>,
+    /// Computed on the host when the flush was encoded (the offload).
+    host_done: AtomicBool,
 }
 
 /// One call's work in one flush.
@@ -78,6 +87,53 @@ impl Item {
     pub fn ticket(&self) -> Ticket {
         Ticket { slot: self.slot.clone(), state: self.state.clone() }
     }
+
+    /// The bytes the item's kernels read.
+    fn work_bytes(&self) -> u64 {
+        let hashes = self.mac_first.iter().chain(&self.hashes).map(|p| p.len).sum::<u64>();
+        hashes + self.aes.iter().map(|p| p.len).sum::<u64>()
+    }
+
+    /// Computes the item on the host, in place in its slot (the offload).
+    fn run_on_host(&self) -> Result<()> {
+        // SAFETY: the item is being encoded: it was never handed to GPU work, its slot belongs
+        // to it alone, and the caller reads the slot only after `host_done` is set below.
+        let bytes = unsafe { self.slot.host_bytes()? };
+        for p in &self.mac_first {
+            hash_on_host(bytes, p);
+        }
+        for p in &self.aes {
+            let (at, len) = (p.at as usize, p.len as usize);
+            let data = &mut bytes[at..at + len];
+            let (key, iv) = (&p.key.raw[..], (&p.counter).into());
+            use aes::cipher::{KeyIvInit, StreamCipher};
+            match key.len() {
+                16 => ctr::Ctr128BE::<aes::Aes128>::new(key.into(), iv).apply_keystream(data),
+                24 => ctr::Ctr128BE::<aes::Aes192>::new(key.into(), iv).apply_keystream(data),
+                _ => ctr::Ctr128BE::<aes::Aes256>::new(key.into(), iv).apply_keystream(data),
+            }
+        }
+        for p in &self.hashes {
+            hash_on_host(bytes, p);
+        }
+        self.state.host_done.store(true, Ordering::Release);
+        Ok(())
+    }
+}
+
+/// SHA-256 or HMAC-SHA256 of a range of `bytes`, its digest written as the kernel writes it
+/// (eight big-endian words, each stored as a native `u32`).
+fn hash_on_host(bytes: &mut [u8], p: &HashPart) {
+    let msg = &bytes[p.at as usize..(p.at + p.len) as usize];
+    let digest = match &p.key {
+        None => host::sha256(msg),
+        Some(k) => host::hmac_sha256_from_midstates(k.inner, k.outer, msg),
+    };
+    let at = p.digest_at as usize;
+    for (k, w) in digest.chunks_exact(4).enumerate() {
+        let word = u32::from_be_bytes([w[0], w[1], w[2], w[3]]);
+        bytes[at + 4 * k..at + 4 * k + 4].copy_from_slice(&word.to_ne_bytes());
+    }
 }
 
 /// The caller's side of an [`Item`]: reads its results once its flush has completed.
@@ -93,6 +149,9 @@ impl Ticket {
         if let Some(e) = self.state.error.get() {
             return Err(e.clone());
         }
+        if self.state.host_done.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let value = self.state.value.get().map_or(0, |v| v.load(Ordering::Acquire));
         if value == 0 {
             return Err(Error::NotReady);
@@ -103,6 +162,12 @@ impl Ticket {
         } else {
             Err(Error::NotReady)
         }
+    }
+
+    /// Whether the caller need not wait for the GPU: the item was computed on the host, or its
+    /// batch failed (the error is in [`Ticket::read`]'s result).
+    pub fn settled(&self) -> bool {
+        self.state.host_done.load(Ordering::Acquire) || self.state.error.get().is_some()
     }
 
     /// Copies `out.len()` result bytes at byte `at` of the slot into `out`.
@@ -140,6 +205,8 @@ pub(crate) struct CryptoBatch {
     table: Arc<Buffer<u32>>,
     max_groups: u32,
     pub window: u32,
+    /// Flushes carrying fewer bytes than this run on the host.
+    pub offload_below: u64,
 }
 
 impl std::fmt::Debug for CryptoBatch {
@@ -149,7 +216,7 @@ impl std::fmt::Debug for CryptoBatch {
 }
 
 impl CryptoBatch {
-    pub fn new(device: &Device, max_groups: u32, window: u32) -> Result<Self> {
+    pub fn new(device: &Device, max_groups: u32, window: u32, offload_below: u64) -> Result<Self> {
         let limits = device.limits();
         let aes = if limits.max_compute_shared_memory_size >= 32 * 1024 {
             &kernels::AES_CTR_MULTI
@@ -167,13 +234,14 @@ impl CryptoBatch {
             table,
             max_groups,
             window,
+            offload_below,
         })
     }
 }
 
 impl CryptoBatch {
     /// The same kernels with other dispatch limits (tests), and an arena of its own.
-    pub fn reconfigured(&self, max_groups: u32, window: u32) -> Self {
+    pub fn reconfigured(&self, max_groups: u32, window: u32, offload_below: u64) -> Self {
         CryptoBatch {
             arena: Arena::new(self.table.device()),
             aes: self.aes.clone(),
@@ -181,6 +249,7 @@ impl CryptoBatch {
             table: self.table.clone(),
             max_groups,
             window,
+            offload_below,
         }
     }
 }
@@ -259,6 +328,13 @@ impl BatchKind for CryptoBatch {
     type Item = Item;
 
     fn encode(&self, items: &mut Vec<Item>, enc: &mut Encoder<'_>) -> Result<()> {
+        let bytes: u64 = items.iter().map(Item::work_bytes).sum();
+        if bytes < self.offload_below {
+            for it in items.iter() {
+                it.run_on_host()?;
+            }
+            return Ok(());
+        }
         let completion = enc.completion();
         for it in items.iter() {
             let _ = it.state.value.set(completion.clone());
@@ -306,6 +382,18 @@ impl BatchKind for CryptoBatch {
         let mac_keys = table(&device, &keys.mac)?;
         for (chunk, mut group) in groups {
             let data = Arg { buffer: chunk.work.clone(), kind: crate::BindingKind::Storage };
+            // On a discrete GPU: the inputs from the host side, then the same ranges back.
+            let mut ranges: Vec<(u64, u64, u64)> = Vec::with_capacity(group.home.len());
+            if let Some(home) = &chunk.home {
+                group.home.sort_unstable();
+                for &(off, len) in &group.home {
+                    match ranges.last_mut() {
+                        Some(r) if r.0 + r.2 == off => r.2 += len,
+                        _ => ranges.push((off, off, len)),
+                    }
+                }
+                enc.copy_ranges(home, &chunk.work, &ranges)?;
+            }
             self.hashes(enc, &mac_keys, &data, &group.mac_first, group.mac_first_max)?;
             if let (false, Some(aes_keys)) = (group.aes.is_empty(), &aes_keys) {
                 let records = table(&device, &group.aes)?;
@@ -319,14 +407,6 @@ impl BatchKind for CryptoBatch {
             }
             self.hashes(enc, &mac_keys, &data, &group.hashes, group.hashes_max)?;
             if let Some(home) = &chunk.home {
-                group.home.sort_unstable();
-                let mut ranges: Vec<(u64, u64, u64)> = Vec::with_capacity(group.home.len());
-                for (off, len) in group.home {
-                    match ranges.last_mut() {
-                        Some(r) if r.0 + r.2 == off => r.2 += len,
-                        _ => ranges.push((off, off, len)),
-                    }
-                }
                 enc.copy_ranges(&chunk.work, home, &ranges)?;
             }
         }

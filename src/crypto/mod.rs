@@ -107,8 +107,48 @@ pub use record::{PendingOpen, PendingSeal, RecordKeys, SealedRecord as Sealed};
 
 use crate::{kernels, Arg, Buffer, CommandList, Device, Error, Kernel, MemoryKind, Recorder, Result};
 use batch::{AesPart, CryptoBatch, HashPart, Item, Ticket};
+use std::future::Future;
 use std::ops::Range;
 use std::sync::Arc;
+
+/// Where the coalesced crypto work of a flush runs (see [`Crypto::with_offload`]).
+///
+/// Each flush's crypto items are weighed in bytes (AES bytes plus hashed bytes). Below the
+/// crossover the whole flush is computed on the host, in the flushing thread, with the
+/// RustCrypto crates, and its tasks resume without waiting for the GPU; at or above it, the
+/// flush goes to the GPU as coalesced dispatches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Offload {
+    /// The runtime's choice, by device: a CPU device (lavapipe) computes everything on the
+    /// host (its "GPU" is the same host cores, several times slower than RustCrypto); other
+    /// devices use [`GPU_CROSSOVER_BYTES`].
+    #[default]
+    Auto,
+    /// Always the GPU.
+    Gpu,
+    /// Always the host.
+    Host,
+    /// The host below this many bytes per flush, the GPU from there on.
+    Below(u64),
+}
+
+/// The default crossover of [`Offload::Auto`] on GPUs, in bytes of crypto work per flush. On
+/// the NVIDIA H200 (`tls_pipeline`, see `BENCHMARKS.md`) a flush's GPU round trip costs tens of
+/// microseconds, in which one host core seals about this many bytes.
+pub const GPU_CROSSOVER_BYTES: u64 = 32 * 1024;
+
+impl Offload {
+    fn threshold(self, device: &Device) -> u64 {
+        match self {
+            Offload::Auto if device.info().device_type == crate::DeviceType::Cpu => u64::MAX,
+            Offload::Auto => GPU_CROSSOVER_BYTES,
+            Offload::Gpu => 0,
+            Offload::Host => u64::MAX,
+            Offload::Below(n) => n,
+        }
+    }
+}
 
 /// The three crypto pipelines of one device. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -171,7 +211,12 @@ impl Crypto {
             max_groups,
             chunk_bytes: chunk_limit(device),
             sha256_window: host::SHA256_WINDOW_BLOCKS,
-            batch: Arc::new(CryptoBatch::new(device, max_groups, host::SHA256_WINDOW_BLOCKS)?),
+            batch: Arc::new(CryptoBatch::new(
+                device,
+                max_groups,
+                host::SHA256_WINDOW_BLOCKS,
+                Offload::Auto.threshold(device),
+            )?),
         })
     }
 
@@ -185,8 +230,30 @@ impl Crypto {
     #[doc(hidden)]
     pub fn with_max_groups_per_dispatch(mut self, groups: u32) -> Self {
         self.max_groups = groups.clamp(1, host::MAX_GROUPS.min(self.device.limits().max_compute_work_group_count[0]));
-        self.batch = Arc::new(self.batch.reconfigured(self.max_groups, self.sha256_window));
+        self.batch = Arc::new(self.batch.reconfigured(self.max_groups, self.sha256_window, self.batch.offload_below));
         self
+    }
+
+    /// Chooses where coalesced crypto work runs (default [`Offload::Auto`]). Calls made through
+    /// the returned value gather in their own batch.
+    ///
+    /// ```no_run
+    /// # use vkasync::{crypto::{Crypto, Offload}, Device};
+    /// let device = Device::new()?;
+    /// let on_gpu = Crypto::new(&device)?.with_offload(Offload::Gpu);
+    /// assert_eq!(on_gpu.offload_threshold(), 0);
+    /// # Ok::<(), vkasync::Error>(())
+    /// ```
+    pub fn with_offload(mut self, offload: Offload) -> Self {
+        let below = offload.threshold(&self.device);
+        self.batch = Arc::new(self.batch.reconfigured(self.max_groups, self.sha256_window, below));
+        self
+    }
+
+    /// The bytes of crypto work per flush below which a flush runs on the host (0: never;
+    /// `u64::MAX`: always).
+    pub fn offload_threshold(&self) -> u64 {
+        self.batch.offload_below
     }
 
     /// For tests: split the data of [`Crypto::prepare_aes_ctr`] and the batches of
@@ -205,7 +272,7 @@ impl Crypto {
     #[doc(hidden)]
     pub fn with_sha256_blocks_per_dispatch(mut self, blocks: u32) -> Self {
         self.sha256_window = blocks.clamp(1, host::SHA256_WINDOW_BLOCKS);
-        self.batch = Arc::new(self.batch.reconfigured(self.max_groups, self.sha256_window));
+        self.batch = Arc::new(self.batch.reconfigured(self.max_groups, self.sha256_window, self.batch.offload_below));
         self
     }
 
@@ -515,14 +582,14 @@ impl Crypto {
     pub async fn aes_ctr(&self, ctx: &crate::Ctx, key: &[u8], iv: &[u8; 16], data: &[u8]) -> Result<Vec<u8>> {
         let key = AesKey::new(key)?;
         let pending = self.prepare_aes_ctr(&mut ctx.clone(), &key, iv, data)?;
-        ctx.synchronize().await?;
+        settle(ctx, || pending.settled()).await?;
         pending.finish()
     }
 
     /// SHA-256 of each message inside an executor task.
     pub async fn sha256_many<M: AsRef<[u8]>>(&self, ctx: &crate::Ctx, messages: &[M]) -> Result<Vec<[u8; 32]>> {
         let pending = self.prepare_sha256_many(&mut ctx.clone(), messages)?;
-        ctx.synchronize().await?;
+        settle(ctx, || pending.settled()).await?;
         pending.finish()
     }
 
@@ -535,7 +602,7 @@ impl Crypto {
     ) -> Result<Vec<[u8; 32]>> {
         let key = HmacKey::new(key);
         let pending = self.prepare_hmac_sha256_many(&mut ctx.clone(), &key, messages)?;
-        ctx.synchronize().await?;
+        settle(ctx, || pending.settled()).await?;
         pending.finish()
     }
 
@@ -552,7 +619,7 @@ impl Crypto {
         let aes_key = AesKey::new(aes_key)?;
         let mac_key = HmacKey::new(mac_key);
         let pending = self.prepare_encrypt_then_mac(&mut ctx.clone(), &aes_key, &mac_key, iv, records)?;
-        ctx.synchronize().await?;
+        settle(ctx, || pending.settled()).await?;
         pending.finish()
     }
 
@@ -602,6 +669,17 @@ impl Crypto {
         cmds.submit_and_wait()?;
         pending.finish()
     }
+}
+
+/// Awaits the context's work, or less: returns as soon as `settled()` says the caller's items
+/// need no GPU wait (computed on the host by the offload, or failed).
+async fn settle(ctx: &crate::Ctx, settled: impl Fn() -> bool) -> Result<()> {
+    let mut sync = ctx.synchronize();
+    std::future::poll_fn(|cx| match std::pin::Pin::new(&mut sync).poll(cx) {
+        std::task::Poll::Pending if settled() => std::task::Poll::Ready(Ok(())),
+        other => other,
+    })
+    .await
 }
 
 /// Checks a batch's buffers against its index; returns the message count.
@@ -665,6 +743,8 @@ pub struct AesKey {
     rounds: u32,
     /// FIPS-197 `w[0..4 * (rounds + 1)]`, big-endian words.
     schedule: Vec<u32>,
+    /// The key itself, for the host side of the offload.
+    raw: Vec<u8>,
 }
 
 impl std::fmt::Debug for AesKey {
@@ -682,7 +762,7 @@ impl AesKey {
                 key.len()
             ))
         })?;
-        Ok(AesKey { rounds, schedule })
+        Ok(AesKey { rounds, schedule, raw: key.to_vec() })
     }
 
     /// The key size in bits: 128, 192 or 256.
@@ -905,6 +985,10 @@ impl std::fmt::Debug for PendingAesCtr {
 }
 
 impl PendingAesCtr {
+    pub(crate) fn settled(&self) -> bool {
+        self.pieces.iter().all(|(t, _)| t.settled())
+    }
+
     /// The output bytes. [`Error::NotReady`] if the work has not completed.
     pub fn finish(self) -> Result<Vec<u8>> {
         let mut out = vec![0u8; self.len];
@@ -945,6 +1029,10 @@ impl std::fmt::Debug for PendingDigests {
 }
 
 impl PendingDigests {
+    pub(crate) fn settled(&self) -> bool {
+        self.batches.iter().all(|(t, _, _)| t.settled())
+    }
+
     /// One digest (or MAC) per message, in order. [`Error::NotReady`] if the work has not
     /// completed.
     pub fn finish(self) -> Result<Vec<[u8; 32]>> {
@@ -985,6 +1073,10 @@ impl std::fmt::Debug for PendingEncryptThenMac {
 }
 
 impl PendingEncryptThenMac {
+    pub(crate) fn settled(&self) -> bool {
+        self.ticket.as_ref().is_none_or(|t| t.settled())
+    }
+
     /// The sealed records, in order. [`Error::NotReady`] if the work has not completed.
     pub fn finish(self) -> Result<Vec<SealedRecord>> {
         let Some(ticket) = self.ticket else {

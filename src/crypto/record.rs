@@ -252,7 +252,7 @@ impl Crypto {
     /// ```
     pub async fn seal(&self, ctx: &crate::Ctx, keys: &RecordKeys, seq: u64, plaintext: &[u8]) -> Result<SealedRecord> {
         let pending = self.prepare_seal(&mut ctx.clone(), keys, seq, plaintext)?;
-        ctx.synchronize().await?;
+        super::settle(ctx, || pending.0.ticket.settled()).await?;
         pending.finish()
     }
 
@@ -266,7 +266,7 @@ impl Crypto {
         buf: &mut [u8],
     ) -> Result<[u8; 32]> {
         let pending = self.prepare_seal(&mut ctx.clone(), keys, seq, buf)?;
-        ctx.synchronize().await?;
+        super::settle(ctx, || pending.0.ticket.settled()).await?;
         pending.finish_into(buf)
     }
 
@@ -280,7 +280,7 @@ impl Crypto {
         tag: &[u8; 32],
     ) -> Result<Vec<u8>> {
         let pending = self.prepare_open(&mut ctx.clone(), keys, seq, ciphertext, tag)?;
-        ctx.synchronize().await?;
+        super::settle(ctx, || pending.staged.ticket.settled()).await?;
         pending.finish()
     }
 
@@ -295,7 +295,7 @@ impl Crypto {
         tag: &[u8; 32],
     ) -> Result<()> {
         let pending = self.prepare_open(&mut ctx.clone(), keys, seq, buf, tag)?;
-        ctx.synchronize().await?;
+        super::settle(ctx, || pending.staged.ticket.settled()).await?;
         pending.finish_into(buf)
     }
 }
