@@ -14,23 +14,28 @@
 //!   every task's records as one AES dispatch and one HMAC dispatch, through reused staging;
 //! - `coalesced-tokio`: the same through a [`Queue`] from a tokio multi-thread runtime (one
 //!   worker per host core), so that the host copies run on all cores;
+//! - `auto`: as `coalesced`, with the runtime choosing per flush between the GPU and the host
+//!   (`Offload::Auto`: small flushes run on the host with RustCrypto);
 //! - `cpu-1`: RustCrypto on one host core; `cpu-all`: RustCrypto on every host core.
 //!
 //! It prints a table (records/s, GB/s of plaintext, p50/p99 record latency, submits,
 //! dispatches, host waits per run), the stats line of the last coalesced run, and with
 //! `--csv FILE` writes the table as CSV.
 //!
+//! The other GPU modes force the GPU (`Offload::Gpu`). `--flush idle` makes the executor modes
+//! submit only when no task can run (`FlushPolicy::WhenIdle`) instead of by group commit.
+//!
 //! `cargo run --release --example tls_pipeline -- [--connections C] [--records R]
-//! [--record-size S] [--reps N] [--modes a,b,..] [--csv FILE]`
+//! [--record-size S] [--reps N] [--modes a,b,..] [--flush group|idle] [--csv FILE]`
 
 use aes::cipher::{KeyIvInit, StreamCipher};
 use hmac::Mac;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vkasync::crypto::{pack_le_words, unpack_le_words, AesKey, Crypto, HmacKey, MessageIndex, RecordKeys};
-use vkasync::{Buffer, Device, Error, Executor, MemoryKind, Queue, Stats};
+use vkasync::crypto::{pack_le_words, unpack_le_words, AesKey, Crypto, HmacKey, MessageIndex, Offload, RecordKeys};
+use vkasync::{Buffer, Device, Error, Executor, FlushPolicy, MemoryKind, Queue, Stats};
 
-const MODES: [&str; 6] = ["blocking", "waits-only", "coalesced", "coalesced-tokio", "cpu-1", "cpu-all"];
+const MODES: [&str; 7] = ["blocking", "waits-only", "coalesced", "coalesced-tokio", "auto", "cpu-1", "cpu-all"];
 
 fn flag(args: &[String], name: &str) -> Option<String> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
@@ -194,8 +199,8 @@ async fn seal_waits_only(
     Ok((ct, vkasync::crypto::digest_bytes(&tag.into_vec()?[0])))
 }
 
-fn run_executor(crypto: &Crypto, conns: &Arc<Vec<Conn>>, coalesced: bool) -> Result<Run, Error> {
-    let exec = Executor::new(crypto.device())?;
+fn run_executor(crypto: &Crypto, conns: &Arc<Vec<Conn>>, coalesced: bool, flush: FlushPolicy) -> Result<Run, Error> {
+    let exec = Executor::builder(crypto.device()).flush_policy(flush).build()?;
     // Outputs start as copies of the plaintexts (made before the clock starts): sealing in place
     // needs no allocation on the timed path.
     let bufs: Vec<Vec<Vec<u8>>> = conns.iter().map(|c| c.records.clone()).collect();
@@ -323,10 +328,22 @@ fn main() -> Result<(), Error> {
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
 
+    let flush = match flag(&args, "--flush").as_deref() {
+        None | Some("group") => FlushPolicy::GroupCommit,
+        Some("idle") => FlushPolicy::WhenIdle,
+        Some(other) => {
+            eprintln!("--flush: group or idle, not {other:?}");
+            std::process::exit(2)
+        }
+    };
     let device = Device::new()?;
-    let crypto = Crypto::new(&device)?;
+    let auto = Crypto::new(&device)?;
+    let crypto = auto.clone().with_offload(Offload::Gpu);
     let name = device.info().name.replace(',', ";");
-    println!("device: {name}; host cores: {cores}");
+    println!(
+        "device: {name}; host cores: {cores}; flush policy {flush:?}; offload crossover of `auto`: {} bytes per flush",
+        auto.offload_threshold()
+    );
     println!(
         "{n_conns} connections x {n_records} records of {size} B, AES-256-CTR then HMAC-SHA256 (own keys per \
          connection); median of {reps} runs per mode, every record verified against RustCrypto"
@@ -348,8 +365,8 @@ fn main() -> Result<(), Error> {
 
     // Warm-up: pipelines compile at their first dispatch on some drivers.
     let warm = Arc::new(conns.iter().take(4).map(|c| Conn { records: vec![vec![1; 64]], ..c.clone_keys() }).collect());
-    run_executor(&crypto, &warm, true)?;
-    run_executor(&crypto, &warm, false)?;
+    run_executor(&crypto, &warm, true, flush)?;
+    run_executor(&crypto, &warm, false, flush)?;
     run_blocking(&device, &crypto, &warm)?;
 
     let mut runs: Vec<Vec<Run>> = modes.iter().map(|_| Vec::new()).collect();
@@ -358,8 +375,9 @@ fn main() -> Result<(), Error> {
             let m = (k + rep) % modes.len();
             let run = match modes[m].as_str() {
                 "blocking" => run_blocking(&device, &crypto, &conns)?,
-                "waits-only" => run_executor(&crypto, &conns, false)?,
-                "coalesced" => run_executor(&crypto, &conns, true)?,
+                "waits-only" => run_executor(&crypto, &conns, false, flush)?,
+                "coalesced" => run_executor(&crypto, &conns, true, flush)?,
+                "auto" => run_executor(&auto, &conns, true, flush)?,
                 "coalesced-tokio" => run_tokio(&crypto, &conns, cores)?,
                 "cpu-1" => run_cpu(&conns, 1),
                 _ => run_cpu(&conns, cores),

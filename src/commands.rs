@@ -490,12 +490,17 @@ impl Recording {
     /// recording state. Within a phase, copies between the same two `VkBuffer`s (e.g. many
     /// jobs' uploads from one pooled staging block into one pooled device block) become one
     /// `vkCmdCopyBuffer` with many regions.
-    pub fn encode(&mut self, cmd: vk::CommandBuffer) -> EncodeStats {
-        // Batch kinds record their coalesced work first, as ops like any other.
+    /// Lets the batch kinds record their coalesced work, as ops like any other (see
+    /// [`crate::batch`]). Done by `encode` if not before.
+    pub(crate) fn encode_batches(&mut self) {
         self.batch_items = 0;
         for b in self.batches.take() {
             b.encode(self);
         }
+    }
+
+    pub fn encode(&mut self, cmd: vk::CommandBuffer) -> EncodeStats {
+        self.encode_batches();
         let d = self.device.raw();
         let mut stats = EncodeStats::default();
         // (last phase that wrote, last phase that read) per buffer id.

@@ -22,6 +22,9 @@ pub(crate) struct FlushInfo {
     pub command_buffers: u64,
     /// Dispatches recorded.
     pub dispatches: u64,
+    /// Whether anything was submitted: a flush whose batches all ran on the host (and that has
+    /// nothing else) submits nothing, and its waiters are done at once.
+    pub submitted: bool,
 }
 
 /// Waits on a queue's timeline from any thread.
@@ -127,6 +130,11 @@ impl Backend for VulkanBackend {
         // give their buffers and command buffers back before this one takes more.
         let completed = self.device.shared.completed_value().unwrap_or_else(|_| self.device.shared.cached_completed());
         self.retire(completed);
+        rec.encode_batches();
+        if rec.is_empty() {
+            // Everything ran on the host: no GPU work to submit or wait for.
+            return Ok(FlushInfo { value: 0, submitted: false, ..FlushInfo::default() });
+        }
         let pool = self.pool.as_mut().ok_or(crate::Error::DeviceLost)?;
         let cb = pool.begin(&self.device, completed)?;
         let stats = rec.encode(cb);
@@ -136,7 +144,13 @@ impl Backend for VulkanBackend {
                 pool.release(cb, Some(value));
                 rec.mark_submitted(value);
                 self.in_flight.push_back((value, rec));
-                Ok(FlushInfo { value, barriers: stats.barriers, command_buffers: 1, dispatches: stats.dispatches })
+                Ok(FlushInfo {
+                    value,
+                    barriers: stats.barriers,
+                    command_buffers: 1,
+                    dispatches: stats.dispatches,
+                    submitted: true,
+                })
             }
             Err(e) => {
                 pool.release(cb, None);

@@ -138,7 +138,7 @@ impl Backend for SimBackend {
         }
         g.in_flight.push_back((v, ops));
         g.progress();
-        Ok(FlushInfo { value: v, barriers: 0, command_buffers: 1, dispatches: 0 })
+        Ok(FlushInfo { value: v, barriers: 0, command_buffers: 1, dispatches: 0, submitted: true })
     }
     type Waiter = SimWaiter;
     fn waiter(&self) -> SimWaiter {
