@@ -45,6 +45,9 @@ use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// The completion value of a recording that was dropped because it held no command.
+pub(crate) const NOTHING_TO_SUBMIT: u64 = u64::MAX;
+
 /// One recorded command. Copy regions hold absolute offsets in the `VkBuffer`s.
 pub(crate) enum Op {
     Copy {
@@ -244,9 +247,18 @@ impl Recording {
         self.ops.len() + self.batch_items
     }
 
-    /// The cell that receives this recording's timeline value when it is submitted.
+    /// The cell that receives this recording's timeline value when it is submitted
+    /// ([`NOTHING_TO_SUBMIT`] if it turned out to hold no command).
     pub(crate) fn completion(&mut self) -> Arc<std::sync::atomic::AtomicU64> {
         self.completion.get_or_insert_with(Default::default).clone()
+    }
+
+    /// The recording held no command once its batches were encoded, and is dropped instead of
+    /// submitted: its batch items are complete as they are.
+    pub(crate) fn mark_nothing_to_submit(&mut self) {
+        if let Some(c) = &self.completion {
+            c.store(NOTHING_TO_SUBMIT, Ordering::Release);
+        }
     }
 
     /// Adds an item of a batch kind (see [`crate::batch`]).
@@ -899,7 +911,10 @@ impl CommandList {
     }
 
     fn submit_inner(&mut self, device: &Device) -> Result<u64> {
+        self.rec.encode_batches();
         if self.rec.is_empty() {
+            // Nothing for the GPU (batches computed on the host, or nothing recorded).
+            self.rec.mark_nothing_to_submit();
             return Ok(device.last_submitted());
         }
         let completed = device.shared.completed_value()?;

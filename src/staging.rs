@@ -23,6 +23,65 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use std::sync::{Arc, Mutex};
 
+/// Copies of at least this many bytes are spread over host threads ([`par_copy`]).
+const PAR_COPY_MIN: usize = 4 << 20;
+
+/// Copies `src` into `dst` (same length); large copies are spread over up to one thread per
+/// host core, 2 MiB or more each (one host thread moves about 10 GB/s, far below what PCIe
+/// and the GPU take).
+pub(crate) fn par_copy(dst: &mut [u8], src: &[u8]) {
+    debug_assert_eq!(dst.len(), src.len());
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(dst.len() / (2 << 20));
+    if dst.len() < PAR_COPY_MIN || threads < 2 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let per = dst.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        for (d, s_) in dst.chunks_mut(per).zip(src.chunks(per)) {
+            s.spawn(move || d.copy_from_slice(s_));
+        }
+    });
+}
+
+/// Copies `parts` one after another into the start of `dst`, spread over host threads like
+/// [`par_copy`] when they are large.
+pub(crate) fn par_gather<M: AsRef<[u8]> + Sync>(dst: &mut [u8], parts: &[M]) {
+    let total: usize = parts.iter().map(|p| p.as_ref().len()).sum();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(total / (2 << 20));
+    let serial = |dst: &mut [u8], parts: &[M]| {
+        let mut at = 0;
+        for p in parts {
+            let p = p.as_ref();
+            dst[at..at + p.len()].copy_from_slice(p);
+            at += p.len();
+        }
+    };
+    if total < PAR_COPY_MIN || threads < 2 {
+        serial(dst, parts);
+        return;
+    }
+    let per = total.div_ceil(threads);
+    std::thread::scope(|s| {
+        let mut rest_dst = &mut dst[..total];
+        let mut rest = parts;
+        while !rest.is_empty() {
+            // A run of whole parts of about `per` bytes.
+            let mut n = 0;
+            let mut bytes = 0;
+            while n < rest.len() && (n == 0 || bytes < per) {
+                bytes += rest[n].as_ref().len();
+                n += 1;
+            }
+            let (run, tail) = rest.split_at(n);
+            let (d, dt) = std::mem::take(&mut rest_dst).split_at_mut(bytes);
+            s.spawn(move || serial(d, run));
+            rest = tail;
+            rest_dst = dt;
+        }
+    });
+}
+
 /// Slots start at multiples of this many bytes, and their lengths are rounded up to it
 /// (whole AES blocks).
 pub(crate) const SLOT_ALIGN: u64 = 16;
@@ -167,6 +226,26 @@ impl Slot {
         // SAFETY: the range lies in this slot (checked), which this item owns alone; the item is
         // handed to a batch only after its writes, so no GPU work uses the range yet.
         unsafe { self.chunk.result_buffer().write_range(self.offset + at, bytes) }
+    }
+
+    /// Writes `bytes` at `at` within the slot, spreading a large copy over host threads.
+    pub fn write_par(&self, at: u64, bytes: &[u8]) -> Result<()> {
+        self.check(at, bytes.len() as u64)?;
+        // SAFETY: as in `write`; the slice lives only for the copy.
+        let all = unsafe { self.host_bytes()? };
+        par_copy(&mut all[at as usize..at as usize + bytes.len()], bytes);
+        Ok(())
+    }
+
+    /// Writes `parts` one after another from `at` within the slot (large copies spread over
+    /// host threads).
+    pub fn write_parts<M: AsRef<[u8]> + Sync>(&self, at: u64, parts: &[M]) -> Result<()> {
+        let total: u64 = parts.iter().map(|p| p.as_ref().len() as u64).sum();
+        self.check(at, total)?;
+        // SAFETY: as in `write`; the slice lives only for the copy.
+        let all = unsafe { self.host_bytes()? };
+        par_gather(&mut all[at as usize..], parts);
+        Ok(())
     }
 
     /// Zeroes `len` bytes at `at` within the slot.

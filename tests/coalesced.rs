@@ -444,3 +444,34 @@ fn small_flushes_run_on_the_host_and_agree_with_the_gpu() {
     drop((gpu, host, split));
     finish(device);
 }
+
+#[test]
+fn large_inputs_go_through_in_pieces_that_overlap() {
+    let _w = Watchdog::new(std::time::Duration::from_secs(600));
+    let device = device();
+    let crypto = Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
+    let exec = Executor::new(&device).unwrap();
+    let ctx = exec.context();
+    // 40 MiB and a few bytes: three pieces of at most 16 MiB, the last one partial.
+    let data = bytes((40 << 20) + 5, 1);
+    let key = vkasync::crypto::AesKey::new(&[6; 32]).unwrap();
+    let iv = [0xff; 16]; // the counter wraps inside the first piece
+    let want = cpu_ctr(&[6; 32], &iv, &data);
+    let msgs: Vec<Vec<u8>> = (0..1100).map(|i| bytes(16384 - i % 3, i as u64)).collect();
+    let c = crypto.clone();
+    let (ct, in_place, macs) = exec.block_on(async move {
+        let ct = c.aes_ctr(&ctx, &[6; 32], &iv, &data).await.unwrap();
+        let mut buf = data.clone();
+        c.aes_ctr_in_place(&ctx, &key, &iv, &mut buf).await.unwrap();
+        let macs = c.hmac_sha256_many(&ctx, b"key", &msgs).await.unwrap();
+        (ct, buf, macs)
+    });
+    assert!(ct == want, "aes_ctr in pieces");
+    assert!(in_place == want, "aes_ctr_in_place in pieces");
+    let msgs: Vec<Vec<u8>> = (0..1100).map(|i| bytes(16384 - i % 3, i as u64)).collect();
+    assert!(macs == msgs.iter().map(|m| cpu_hmac(b"key", &[m])).collect::<Vec<_>>(), "HMAC of 17 MiB in pieces");
+    // Each piece is submitted on its own, so that staging the next overlaps the GPU's work.
+    assert!(exec.stats().submits >= 3 + 3 + 2, "{}", exec.stats());
+    drop((exec, crypto));
+    finish(device);
+}

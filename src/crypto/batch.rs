@@ -156,6 +156,9 @@ impl Ticket {
         if value == 0 {
             return Err(Error::NotReady);
         }
+        if value == crate::commands::NOTHING_TO_SUBMIT {
+            return Ok(());
+        }
         let device = &self.slot.chunk.work.device;
         if value <= device.shared.cached_completed() || value <= device.shared.completed_value()? {
             Ok(())
@@ -176,6 +179,18 @@ impl Ticket {
         // SAFETY: the flush that carried the item completed (checked just above), it ended with
         // a barrier to host reads, and nothing else writes the slot: the item owned it alone.
         unsafe { self.slot.read(at, out) }
+    }
+
+    /// As [`Ticket::read`], spreading a large copy over host threads.
+    pub fn read_par(&self, at: u64, out: &mut [u8]) -> Result<()> {
+        self.ready()?;
+        if at.checked_add(out.len() as u64).is_none_or(|e| e > self.slot.len) {
+            return Err(Error::SizeMismatch { what: "range of a staging slot", expected: self.slot.len, got: at });
+        }
+        // SAFETY: as in `read`; nothing else uses the slot's bytes while the slice lives.
+        let all = unsafe { self.slot.host_bytes()? };
+        crate::staging::par_copy(out, &all[at as usize..at as usize + out.len()]);
+        Ok(())
     }
 
     /// Eight big-endian words at byte `at` of the slot, as the usual 32 digest bytes.

@@ -408,7 +408,7 @@ impl Crypto {
         let mut pieces = Vec::with_capacity(data.len().div_ceil(self.chunk_bytes));
         for (k, piece) in data.chunks(self.chunk_bytes).enumerate() {
             let counter = ctr_add(iv, (k * self.chunk_bytes / 16) as u64);
-            pieces.push((self.stage_aes(rec, &key, &counter, piece)?, piece.len()));
+            pieces.push((self.stage_aes(rec, Some(&key), &counter, piece)?, piece.len()));
         }
         Ok(PendingAesCtr { pieces, len: data.len() })
     }
@@ -417,15 +417,17 @@ impl Crypto {
     fn stage_aes<R: Recorder + ?Sized>(
         &self,
         rec: &mut R,
-        key: &Arc<AesKey>,
+        key: Option<&Arc<AesKey>>,
         counter: &[u8; 16],
         data: &[u8],
     ) -> Result<Ticket> {
         let slot = self.batch.arena.reserve(data.len() as u64)?;
-        slot.write(0, data)?;
+        slot.write_par(0, data)?;
         slot.zero(data.len() as u64, slot.len - data.len() as u64)?;
         let mut item = Item::new(slot);
-        item.aes.push(AesPart { at: 0, len: data.len() as u64, key: key.clone(), counter: *counter });
+        if let Some(key) = key {
+            item.aes.push(AesPart { at: 0, len: data.len() as u64, key: key.clone(), counter: *counter });
+        }
         let ticket = item.ticket();
         rec.batch(&self.batch, item)?;
         Ok(ticket)
@@ -492,13 +494,12 @@ impl Crypto {
         let bytes: u64 = messages.iter().map(|m| m.as_ref().len() as u64).sum();
         let digests_at = bytes.next_multiple_of(4);
         let slot = self.batch.arena.reserve(digests_at + 32 * messages.len() as u64)?;
+        let parts: Vec<&[u8]> = messages.iter().map(|m| m.as_ref()).collect();
+        slot.write_parts(0, &parts)?;
         let mut item = Item::new(slot);
         let mut at = 0u64;
         for (i, m) in messages.iter().enumerate() {
             let m = m.as_ref();
-            if !m.is_empty() {
-                item.slot.write(at, m)?;
-            }
             let digest_at = digests_at + 32 * i as u64;
             item.hashes.push(HashPart { at, len: m.len() as u64, digest_at, key: key.cloned() });
             at += m.len() as u64;
@@ -581,14 +582,96 @@ impl Crypto {
     /// ```
     pub async fn aes_ctr(&self, ctx: &crate::Ctx, key: &[u8], iv: &[u8; 16], data: &[u8]) -> Result<Vec<u8>> {
         let key = AesKey::new(key)?;
-        let pending = self.prepare_aes_ctr(&mut ctx.clone(), &key, iv, data)?;
-        settle(ctx, || pending.settled()).await?;
-        pending.finish()
+        if data.len() <= PIECE_BYTES {
+            let pending = self.prepare_aes_ctr(&mut ctx.clone(), &key, iv, data)?;
+            settle(ctx, || pending.settled()).await?;
+            return pending.finish();
+        }
+        let mut out = vec![0u8; data.len()];
+        self.aes_ctr_pieces(ctx, Some(&key), iv, Io::Separate(data, &mut out)).await?;
+        Ok(out)
     }
 
-    /// SHA-256 of each message inside an executor task.
+    /// AES-CTR of `data` in place inside a task: one host copy into staging and one out, no
+    /// allocation. Data longer than 16 MiB goes through in pieces that are each submitted at
+    /// once, so that staging the next piece overlaps the GPU's work on this one, and large
+    /// copies are spread over the host's cores.
+    pub async fn aes_ctr_in_place(&self, ctx: &crate::Ctx, key: &AesKey, iv: &[u8; 16], data: &mut [u8]) -> Result<()> {
+        self.aes_ctr_pieces(ctx, Some(key), iv, Io::InPlace(data)).await
+    }
+
+    /// Moves `data` through the same staging path as [`Crypto::aes_ctr_in_place`] (host copy
+    /// in, on a discrete GPU the DMA copies to the device and back, host copy out), with no
+    /// kernel: the copy ceiling of the coalesced path, for benchmarks (with
+    /// [`Offload::Gpu`]; otherwise a small call stays on the host). `data` comes back unchanged.
+    pub async fn copy_round_trip(&self, ctx: &crate::Ctx, data: &mut [u8]) -> Result<()> {
+        self.aes_ctr_pieces(ctx, None, &[0; 16], Io::InPlace(data)).await
+    }
+
+    async fn aes_ctr_pieces(
+        &self,
+        ctx: &crate::Ctx,
+        key: Option<&AesKey>,
+        iv: &[u8; 16],
+        mut io: Io<'_>,
+    ) -> Result<()> {
+        let key = key.map(|k| Arc::new(k.clone()));
+        let len = io.len();
+        let pieces = len.div_ceil(PIECE_BYTES);
+        let mut in_flight = std::collections::VecDeque::new();
+        for k in 0..pieces {
+            let r = k * PIECE_BYTES..len.min((k + 1) * PIECE_BYTES);
+            let counter = ctr_add(iv, (r.start / 16) as u64);
+            let ticket = self.stage_aes(&mut ctx.clone(), key.as_ref(), &counter, io.input(r.clone()))?;
+            if pieces > 1 {
+                ctx.flush();
+            }
+            in_flight.push_back((r, ticket, ctx.synchronize()));
+            // Two pieces on the GPU while the host stages the next and reads the oldest.
+            while in_flight.len() > 2 || (k + 1 == pieces && !in_flight.is_empty()) {
+                let (r, ticket, sync) = in_flight.pop_front().expect("not empty");
+                settle_on(sync, &ticket).await?;
+                ticket.read_par(0, io.output(r))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// SHA-256 of each message inside an executor task. A batch of more than 16 MiB goes out
+    /// in pieces, each submitted at once (see [`Crypto::aes_ctr_in_place`]).
     pub async fn sha256_many<M: AsRef<[u8]>>(&self, ctx: &crate::Ctx, messages: &[M]) -> Result<Vec<[u8; 32]>> {
-        let pending = self.prepare_sha256_many(&mut ctx.clone(), messages)?;
+        self.digests_pieces(ctx, None, messages).await
+    }
+
+    async fn digests_pieces<M: AsRef<[u8]>>(
+        &self,
+        ctx: &crate::Ctx,
+        key: Option<&HmacKey>,
+        messages: &[M],
+    ) -> Result<Vec<[u8; 32]>> {
+        let total: usize = messages.iter().map(|m| m.as_ref().len()).sum();
+        if total <= PIECE_BYTES {
+            let pending = self.prepare_digests(&mut ctx.clone(), key, messages)?;
+            settle(ctx, || pending.settled()).await?;
+            return pending.finish();
+        }
+        let key = key.map(|k| Arc::new(k.clone()));
+        let mut batches = Vec::new();
+        let mut rest = messages;
+        while !rest.is_empty() {
+            let (part, tail) = rest.split_at(batch_prefix(rest, PIECE_BYTES));
+            rest = tail;
+            if let [m] = part {
+                let limit = (self.batch.arena.max_slot() as usize).min(self.chunk_bytes);
+                if m.as_ref().len() > limit {
+                    let limit = limit as u64;
+                    return Err(Error::TooLarge { what: "message", requested: m.as_ref().len() as u64, limit });
+                }
+            }
+            batches.push(self.stage_digests(&mut ctx.clone(), key.as_ref(), part)?);
+            ctx.flush();
+        }
+        let pending = PendingDigests { batches };
         settle(ctx, || pending.settled()).await?;
         pending.finish()
     }
@@ -600,10 +683,7 @@ impl Crypto {
         key: &[u8],
         messages: &[M],
     ) -> Result<Vec<[u8; 32]>> {
-        let key = HmacKey::new(key);
-        let pending = self.prepare_hmac_sha256_many(&mut ctx.clone(), &key, messages)?;
-        settle(ctx, || pending.settled()).await?;
-        pending.finish()
+        self.digests_pieces(ctx, Some(&HmacKey::new(key)), messages).await
     }
 
     /// Encrypt-then-MAC of each record inside an executor task (no host round trip between the
@@ -669,6 +749,45 @@ impl Crypto {
         cmds.submit_and_wait()?;
         pending.finish()
     }
+}
+
+/// Bytes per piece of a large input on the async path.
+const PIECE_BYTES: usize = 16 << 20;
+
+/// A large call's input and output: one buffer in place, or two.
+enum Io<'a> {
+    InPlace(&'a mut [u8]),
+    Separate(&'a [u8], &'a mut [u8]),
+}
+
+impl Io<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Io::InPlace(b) => b.len(),
+            Io::Separate(i, _) => i.len(),
+        }
+    }
+    fn input(&self, r: Range<usize>) -> &[u8] {
+        match self {
+            Io::InPlace(b) => &b[r],
+            Io::Separate(i, _) => &i[r],
+        }
+    }
+    fn output(&mut self, r: Range<usize>) -> &mut [u8] {
+        match self {
+            Io::InPlace(b) => &mut b[r],
+            Io::Separate(_, o) => &mut o[r],
+        }
+    }
+}
+
+/// Awaits one captured wait, or less: returns as soon as the ticket is settled.
+async fn settle_on(mut sync: crate::executor::Synchronize, ticket: &Ticket) -> Result<()> {
+    std::future::poll_fn(|cx| match std::pin::Pin::new(&mut sync).poll(cx) {
+        std::task::Poll::Pending if ticket.settled() => std::task::Poll::Ready(Ok(())),
+        other => other,
+    })
+    .await
 }
 
 /// Awaits the context's work, or less: returns as soon as `settled()` says the caller's items

@@ -133,6 +133,7 @@ impl Backend for VulkanBackend {
         rec.encode_batches();
         if rec.is_empty() {
             // Everything ran on the host: no GPU work to submit or wait for.
+            rec.mark_nothing_to_submit();
             return Ok(FlushInfo { value: 0, submitted: false, ..FlushInfo::default() });
         }
         let pool = self.pool.as_mut().ok_or(crate::Error::DeviceLost)?;
