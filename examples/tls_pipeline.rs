@@ -26,7 +26,7 @@
 //! submit only when no task can run (`FlushPolicy::WhenIdle`) instead of by group commit.
 //!
 //! `cargo run --release --example tls_pipeline -- [--connections C] [--records R]
-//! [--record-size S] [--reps N] [--modes a,b,..] [--flush group|idle] [--csv FILE]`
+//! [--record-size S] [--reps N] [--modes a,b,..] [--flush group|idle] [--workers W] [--csv FILE]`
 
 use aes::cipher::{KeyIvInit, StreamCipher};
 use hmac::Mac;
@@ -327,6 +327,7 @@ fn main() -> Result<(), Error> {
         std::process::exit(2);
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = num(&args, "--workers", cores).max(1);
 
     let flush = match flag(&args, "--flush").as_deref() {
         None | Some("group") => FlushPolicy::GroupCommit,
@@ -378,7 +379,7 @@ fn main() -> Result<(), Error> {
                 "waits-only" => run_executor(&crypto, &conns, false, flush)?,
                 "coalesced" => run_executor(&crypto, &conns, true, flush)?,
                 "auto" => run_executor(&auto, &conns, true, flush)?,
-                "coalesced-tokio" => run_tokio(&crypto, &conns, cores)?,
+                "coalesced-tokio" => run_tokio(&crypto, &conns, workers)?,
                 "cpu-1" => run_cpu(&conns, 1),
                 _ => run_cpu(&conns, cores),
             };
@@ -445,6 +446,11 @@ fn main() -> Result<(), Error> {
     }
     if let Some(s) = last_stats {
         println!("{s}");
+    }
+    for (m, mode) in modes.iter().enumerate() {
+        if let Some(s) = runs[m].first().and_then(|r| r.stats) {
+            println!("{mode}: {s}");
+        }
     }
     if let Some(path) = flag(&args, "--csv") {
         std::fs::write(&path, csv).map_err(|e| Error::InvalidArgument(format!("cannot write {path}: {e}")))?;

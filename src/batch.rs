@@ -59,8 +59,8 @@
 //! let exec = Executor::new(&device)?;
 //! let ctx = exec.context();
 //! let buf = Arc::new(Buffer::<u32>::from_slice(&device, &[1, 2, 3])?);
-//! exec.block_on(async {
-//!     ctx.batch(&mix, buf.clone())?;
+//! exec.block_on(async move {
+//!     ctx.batch(&mix, buf)?;
 //!     ctx.synchronize().await
 //! })?;
 //! # Ok::<(), vkasync::Error>(())

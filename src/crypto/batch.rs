@@ -29,10 +29,10 @@ use super::host;
 use super::{AesKey, HmacKey};
 use crate::batch::{BatchKind, Encoder};
 use crate::error::{Error, Result};
+use crate::hash::IdMap;
 use crate::staging::{Arena, Slot};
 use crate::{kernels, Arg, Buffer, Device, Kernel, MemoryKind, Recorder};
 use smallvec::SmallVec;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -284,9 +284,9 @@ fn table<T: bytemuck::Pod + Default>(device: &Device, rows: &[T]) -> Result<Buff
 #[derive(Default)]
 struct Keys {
     aes: Vec<u32>,
-    aes_ix: HashMap<usize, u32>,
+    aes_ix: IdMap<usize, u32>,
     mac: Vec<u32>,
-    mac_ix: HashMap<usize, u32>,
+    mac_ix: IdMap<usize, u32>,
 }
 
 impl Keys {
@@ -356,13 +356,20 @@ impl BatchKind for CryptoBatch {
         }
         let mut keys = Keys::default();
         let mut groups: Vec<(Arc<crate::staging::Chunk>, Group)> = Vec::new();
-        let mut group_ix: HashMap<usize, usize> = HashMap::new();
+        let mut group_ix: IdMap<usize, usize> = IdMap::default();
+        let mut last: Option<(usize, usize)> = None;
         for it in items.iter() {
             let slot = &it.slot;
-            let g = *group_ix.entry(Arc::as_ptr(&slot.chunk) as usize).or_insert_with(|| {
-                groups.push((slot.chunk.clone(), Group::default()));
-                groups.len() - 1
-            });
+            let ptr = Arc::as_ptr(&slot.chunk) as usize;
+            // Consecutive items mostly share a chunk: skip the map then.
+            let g = match last {
+                Some((p, g)) if p == ptr => g,
+                _ => *group_ix.entry(ptr).or_insert_with(|| {
+                    groups.push((slot.chunk.clone(), Group::default()));
+                    groups.len() - 1
+                }),
+            };
+            last = Some((ptr, g));
             let group = &mut groups[g].1;
             for p in &it.mac_first {
                 group.mac_first.push(Group::hash_row(slot, p, &mut keys)?);

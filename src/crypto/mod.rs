@@ -637,8 +637,7 @@ impl Crypto {
         Ok(())
     }
 
-    /// SHA-256 of each message inside an executor task. A batch of more than 16 MiB goes out
-    /// in pieces, each submitted at once (see [`Crypto::aes_ctr_in_place`]).
+    /// SHA-256 of each message inside a task; the messages join the flush's coalesced work.
     pub async fn sha256_many<M: AsRef<[u8]>>(&self, ctx: &crate::Ctx, messages: &[M]) -> Result<Vec<[u8; 32]>> {
         self.digests_pieces(ctx, None, messages).await
     }
@@ -649,29 +648,10 @@ impl Crypto {
         key: Option<&HmacKey>,
         messages: &[M],
     ) -> Result<Vec<[u8; 32]>> {
-        let total: usize = messages.iter().map(|m| m.as_ref().len()).sum();
-        if total <= PIECE_BYTES {
-            let pending = self.prepare_digests(&mut ctx.clone(), key, messages)?;
-            settle(ctx, || pending.settled()).await?;
-            return pending.finish();
-        }
-        let key = key.map(|k| Arc::new(k.clone()));
-        let mut batches = Vec::new();
-        let mut rest = messages;
-        while !rest.is_empty() {
-            let (part, tail) = rest.split_at(batch_prefix(rest, PIECE_BYTES));
-            rest = tail;
-            if let [m] = part {
-                let limit = (self.batch.arena.max_slot() as usize).min(self.chunk_bytes);
-                if m.as_ref().len() > limit {
-                    let limit = limit as u64;
-                    return Err(Error::TooLarge { what: "message", requested: m.as_ref().len() as u64, limit });
-                }
-            }
-            batches.push(self.stage_digests(&mut ctx.clone(), key.as_ref(), part)?);
-            ctx.flush();
-        }
-        let pending = PendingDigests { batches };
+        // One batch as large as a slot may be: hashing is one thread per message, so the GPU
+        // wants every message of the call in one dispatch (pieces would run one after another,
+        // each as slow as its longest message). The copy into staging uses every host core.
+        let pending = self.prepare_digests(&mut ctx.clone(), key, messages)?;
         settle(ctx, || pending.settled()).await?;
         pending.finish()
     }

@@ -242,7 +242,7 @@ impl Crypto {
     /// let exec = Executor::new(&device)?;
     /// let ctx = exec.context();
     /// let keys = RecordKeys::new(&[7; 32], b"mac key", [0; 4])?;
-    /// let (sealed, opened) = exec.block_on(async {
+    /// let (sealed, opened) = exec.block_on(async move {
     ///     let sealed = crypto.seal(&ctx, &keys, 0, b"attack at dawn").await?;
     ///     let opened = crypto.open(&ctx, &keys, 0, &sealed.ciphertext, &sealed.tag).await?;
     ///     Ok::<_, vkasync::Error>((sealed, opened))

@@ -140,6 +140,7 @@ pub(crate) struct Counters {
     pub timeline: AtomicU64,
     pub wait_ns: AtomicU64,
     pub spin_ns: AtomicU64,
+    pub flush_ns: AtomicU64,
 }
 
 pub(crate) fn bump(c: &AtomicU64, by: u64) {
@@ -282,6 +283,7 @@ impl<B: Backend> QueueCore<B> {
             timeline_value: g(&c.timeline),
             wait_ns: g(&c.wait_ns),
             spin_ns: g(&c.spin_ns),
+            flush_ns: g(&c.flush_ns),
             memory_peak: self.budget.as_ref().map_or(0, |b| b.peak()),
         }
     }
@@ -389,7 +391,10 @@ impl<B: Backend> QueueCore<B> {
             return;
         }
         bump(&self.counters.flushes, 1);
-        match st.backend.flush() {
+        let started = Instant::now();
+        let flushed = st.backend.flush();
+        bump(&self.counters.flush_ns, started.elapsed().as_nanos() as u64);
+        match flushed {
             Ok(info) if !info.submitted => {
                 // Nothing for the GPU (batches done on the host): the epoch is complete.
                 batch.set(BatchStatus::Submitted(st.completed));

@@ -217,20 +217,24 @@ pub struct Stats {
     /// The most bytes allocated at once through [`Ctx::buffer`] under the memory bound (0
     /// without a bound).
     pub memory_peak: u64,
+    /// Time spent flushing (encoding the recorded work, batches included, and submitting it),
+    /// under the queue's lock, in nanoseconds.
+    pub flush_ns: u64,
 }
 
 impl std::fmt::Display for Stats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "stats: tasks={} await_points={} flushes={} submits={} host_waits={} barriers={} dispatches={}",
+            "stats: tasks={} await_points={} flushes={} submits={} host_waits={} barriers={} dispatches={} flush_ms={:.2}",
             self.tasks_spawned,
             self.await_points,
             self.flushes,
             self.submits,
             self.host_waits,
             self.barriers,
-            self.dispatches
+            self.dispatches,
+            self.flush_ns as f64 / 1e6
         )
     }
 }
