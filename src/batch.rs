@@ -26,7 +26,7 @@
 //! An item must be self-contained: it may not depend on commands the task recorded before it
 //! in the same epoch (the batch is encoded before them, in its own phases), and the task must
 //! not touch what the item writes before its `synchronize` resolves. The usual shape is that
-//! the task writes the item's input into staging memory it reserved ([`crate::staging`]),
+//! the task writes the item's input into staging memory it reserved (the crypto batch uses reused mapped chunks),
 //! and reads the output from there after the wait; the kind's `encode` points one dispatch at
 //! all items' regions through a per-flush table.
 //!

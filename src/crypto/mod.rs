@@ -1,24 +1,35 @@
-//! AES-CTR, SHA-256 and HMAC-SHA256 on the GPU, for many independent inputs at once.
+//! AES-CTR, SHA-256 and HMAC-SHA256 on the GPU, for many independent inputs at once, and a
+//! record layer (encrypt-then-MAC) on top.
 //!
-//! [`Crypto`] holds the three pipelines (`kernels::AES_CTR`, `kernels::SHA256_BATCH`,
-//! `kernels::HMAC_SHA256_BATCH`, built from `shaders/`). It offers three layers:
+//! The module is a folder by concern: `aes` (AES keys, AES-CTR on device buffers),
+//! `sha` (HMAC keys, message batches, hashing device buffers), `batch` (the coalesced path:
+//! every call of every task in one flush as one dispatch per kernel), `record` (seal and open),
+//! `host` (the CPU reference and packing helpers, and the host side of the offload).
+//!
+//! [`Crypto`] holds the pipelines (built from `shaders/`). It offers these layers:
 //!
 //! 1. **Recording on device buffers** ([`Crypto::record_aes_ctr`], [`Crypto::record_sha256`],
 //!    [`Crypto::record_hmac_sha256`]): generic over [`Recorder`], so they work with the blocking
-//!    [`CommandList`] and with the executor's task context. Several of them can work on the same
-//!    buffers in one recording with no host round trip: encrypt-then-MAC is AES-CTR in place on
-//!    a buffer, then HMAC over slices of that same buffer
-//!    ([`Crypto::prepare_encrypt_then_mac`]). The recorder orders the dependent dispatches.
-//! 2. **Prepare / finish** ([`Crypto::prepare_aes_ctr`], [`Crypto::prepare_sha256_many`],
-//!    [`Crypto::prepare_hmac_sha256_many`], [`Crypto::prepare_encrypt_then_mac`]): upload host
-//!    data, record the work and a read-back, and return a `Pending*` value whose `finish()` turns
-//!    the read-back into host results once the recorder's work has completed. An async caller
-//!    does `prepare(&mut ctx, ..)?`, awaits the context's synchronisation, then `finish()`.
-//!    If a `prepare_*` or `record_*` call fails, what it recorded before the error stays in the
-//!    recorder (it only touches buffers the call made itself, or the caller's).
-//! 3. **Blocking host-to-host conveniences** ([`Crypto::aes_ctr_blocking`],
-//!    [`Crypto::sha256_many_blocking`], [`Crypto::hmac_sha256_many_blocking`],
-//!    [`Crypto::encrypt_then_mac_blocking`]): prepare on a [`CommandList`], submit, wait, finish.
+//!    [`CommandList`] and with a task's context. Several of them can work on the same buffers
+//!    in one recording with no host round trip; the recorder orders the dependent dispatches.
+//! 2. **Coalesced calls from host memory** ([`Crypto::prepare_aes_ctr`],
+//!    [`Crypto::prepare_sha256_many`], [`Crypto::prepare_hmac_sha256_many`],
+//!    [`Crypto::prepare_encrypt_then_mac`], [`Crypto::prepare_seal`], [`Crypto::prepare_open`]):
+//!    each call writes its input once into reused staging memory and adds one item to the
+//!    recorder's flush; at the flush, the items of every task become one AES-CTR dispatch and
+//!    one SHA-256/HMAC dispatch over a per-flush table of keys, counters, offsets and lengths.
+//!    A `Pending*` value's `finish()` reads the results once the flush completed. A flush
+//!    carrying less work than the crossover runs on the host instead ([`Offload`]). The async
+//!    calls ([`Crypto::aes_ctr`], [`Crypto::seal`], ...) are these plus the wait, so code
+//!    written one connection at a time gets coalesced work for free.
+//! 3. **The record layer** ([`Crypto::seal`], [`Crypto::open`], [`RecordKeys`]): per-connection
+//!    keys, sequence-numbered nonces, constant-time tag checks (see the `record` module docs).
+//! 4. **Blocking conveniences** ([`Crypto::aes_ctr_blocking`], [`Crypto::sha256_many_blocking`],
+//!    [`Crypto::hmac_sha256_many_blocking`], [`Crypto::encrypt_then_mac_blocking`]): one call,
+//!    one submit, one wait (the naive pattern the rest of the crate exists to avoid).
+//!
+//! If a `prepare_*` or `record_*` call fails, what it recorded before the error stays in the
+//! recorder (it only touches buffers the call made itself, or the caller's).
 //!
 //! # Buffer layout and byte order
 //!
@@ -98,14 +109,20 @@
 //! # Ok::<(), vkasync::Error>(())
 //! ```
 
+mod aes;
 mod batch;
 mod host;
 mod record;
+mod sha;
+
+use aes::AesKernel;
+pub use aes::{AesKey, AesKeyBuffer, PendingAesCtr};
+pub use sha::{DeviceMessages, HmacKey, MessageBatch, MessageIndex, PendingDigests};
 
 pub use host::{ctr_add, digest_bytes, pack_le_words, unpack_le_words};
 pub use record::{PendingOpen, PendingSeal, RecordKeys, SealedRecord as Sealed};
 
-use crate::{kernels, Arg, Buffer, CommandList, Device, Error, Kernel, MemoryKind, Recorder, Result};
+use crate::{kernels, Arg, CommandList, Device, Error, Kernel, Recorder, Result};
 use batch::{AesPart, CryptoBatch, HashPart, Item, Ticket};
 use std::future::Future;
 use std::ops::Range;
@@ -166,30 +183,6 @@ pub struct Crypto {
     sha256_window: u32,
     /// The coalesced path: every call of every task in one flush, encoded together.
     batch: Arc<CryptoBatch>,
-}
-
-/// The AES-CTR pipeline for device buffers ([`Crypto::record_aes_ctr`]).
-#[derive(Debug, Clone)]
-struct AesKernel {
-    kernel: Kernel,
-    /// The workgroups to keep per dispatch before P grows ([`host::AES_TARGET_GROUPS_GPU`]).
-    target_groups: u64,
-}
-
-impl AesKernel {
-    fn new(device: &Device, source: &crate::KernelSource) -> Result<Self> {
-        let kernel = Kernel::new(device, source)?;
-        let target_groups = match device.info().device_type {
-            crate::DeviceType::Cpu => host::AES_TARGET_GROUPS_CPU,
-            _ => host::AES_TARGET_GROUPS_GPU,
-        };
-        Ok(AesKernel { kernel, target_groups })
-    }
-
-    /// Blocks per invocation for `blocks` blocks in one buffer.
-    fn blocks_per_invocation(&self, blocks: u64) -> u32 {
-        host::aes_blocks_per_invocation(blocks, self.target_groups)
-    }
 }
 
 impl Crypto {
@@ -297,93 +290,6 @@ impl Crypto {
     }
 
     // ------------------------------------------------------------------ recording on buffers
-
-    /// Records AES-CTR over the first `byte_len` bytes of `data`, in place: byte `j` is XORed
-    /// with byte `j % 16` of AES(`iv + j / 16`). Encryption and decryption are the same.
-    ///
-    /// `data` holds the bytes packed little-endian ([`pack_le_words`]) and must have room for
-    /// whole blocks: at least `4 * ceil(byte_len / 16)` words, else [`Error::SizeMismatch`]. The
-    /// padding bytes of the last block are XORed with keystream too. `byte_len == 0` records
-    /// nothing.
-    pub fn record_aes_ctr<R: Recorder + ?Sized>(
-        &self,
-        rec: &mut R,
-        key: &AesKeyBuffer,
-        iv: &[u8; 16],
-        data: &Buffer<u32>,
-        byte_len: usize,
-    ) -> Result<()> {
-        if byte_len == 0 {
-            return Ok(());
-        }
-        let blocks = byte_len.div_ceil(16);
-        let words = blocks.saturating_mul(4);
-        if words > data.len() {
-            return Err(Error::SizeMismatch {
-                what: "AES-CTR data buffer, in u32 words (whole 16-byte blocks of byte_len)",
-                expected: words as u64,
-                got: data.len() as u64,
-            });
-        }
-        let blocks = u32::try_from(blocks).map_err(|_| {
-            Error::InvalidArgument(format!("AES-CTR over {blocks} blocks: at most 2^32 - 1 blocks per call"))
-        })?;
-        let c = host::ctr_words(iv);
-        let aes = &self.aes;
-        let per_inv = aes.blocks_per_invocation(blocks as u64);
-        let mut push = [blocks, key.rounds, c[0], c[1], c[2], c[3], 0, per_inv];
-        let args = [Arg::uniform(&key.buffer), Arg::storage(data)];
-        self.dispatch_split(rec, &aes.kernel, blocks, host::LOCAL_SIZE * per_inv, &args, &mut push, 6)
-    }
-
-    /// Records SHA-256 of every message of `index` (byte ranges of `messages`, packed
-    /// little-endian); digest `i` goes to `digests[i]` as eight big-endian words
-    /// ([`digest_bytes`]).
-    ///
-    /// `messages` must reach every range of the index (at least [`MessageIndex::words_needed`]
-    /// words) and `digests` must hold at least [`MessageIndex::len`] entries
-    /// ([`Error::SizeMismatch`] otherwise).
-    pub fn record_sha256<R: Recorder + ?Sized>(
-        &self,
-        rec: &mut R,
-        messages: &Buffer<u32>,
-        index: &MessageIndex,
-        digests: &Buffer<[u32; 8]>,
-    ) -> Result<()> {
-        let n = check_batch(messages, index, digests)?;
-        let args = [Arg::storage(messages), Arg::storage(&index.buffer), Arg::storage(digests)];
-        // One pass per window of blocks (see `host::SHA256_WINDOW_BLOCKS`); the recording
-        // orders each pass after the previous one (it writes the digests the next reads).
-        for begin in host::block_windows(index.max_len, self.sha256_window) {
-            let mut push = [n, 0, begin, self.sha256_window];
-            self.dispatch_split(rec, &self.sha256, n, host::LOCAL_SIZE, &args, &mut push, 1)?;
-        }
-        Ok(())
-    }
-
-    /// Records HMAC-SHA256 under `key` of every message of `index`, exactly like
-    /// [`Crypto::record_sha256`] (same buffers, same checks); `digests[i]` is message `i`'s MAC.
-    pub fn record_hmac_sha256<R: Recorder + ?Sized>(
-        &self,
-        rec: &mut R,
-        key: &HmacKey,
-        messages: &Buffer<u32>,
-        index: &MessageIndex,
-        digests: &Buffer<[u32; 8]>,
-    ) -> Result<()> {
-        let n = check_batch(messages, index, digests)?;
-        let args = [Arg::storage(messages), Arg::storage(&index.buffer), Arg::storage(digests)];
-        for begin in host::block_windows(index.max_len, self.sha256_window) {
-            let mut push = [0u32; 20];
-            push[0] = n;
-            push[2] = begin;
-            push[3] = self.sha256_window;
-            push[4..12].copy_from_slice(&key.inner);
-            push[12..20].copy_from_slice(&key.outer);
-            self.dispatch_split(rec, &self.hmac, n, host::LOCAL_SIZE, &args, &mut push, 1)?;
-        }
-        Ok(())
-    }
 
     // ------------------------------------------------------------------ prepare / finish
 
@@ -781,25 +687,6 @@ async fn settle(ctx: &crate::Ctx, settled: impl Fn() -> bool) -> Result<()> {
     .await
 }
 
-/// Checks a batch's buffers against its index; returns the message count.
-fn check_batch(messages: &Buffer<u32>, index: &MessageIndex, digests: &Buffer<[u32; 8]>) -> Result<u32> {
-    if messages.len() < index.words_needed {
-        return Err(Error::SizeMismatch {
-            what: "messages buffer, in u32 words (the index has byte ranges past its end)",
-            expected: index.words_needed as u64,
-            got: messages.len() as u64,
-        });
-    }
-    if digests.len() < index.len {
-        return Err(Error::SizeMismatch {
-            what: "digest buffer, in digests (one per message of the index)",
-            expected: index.len as u64,
-            got: digests.len() as u64,
-        });
-    }
-    u32::try_from(index.len).map_err(|_| Error::InvalidArgument("more than 2^32 - 1 messages in one batch".into()))
-}
-
 /// How many of the first `messages` go into one batch whose buffers hold at most `limit` bytes:
 /// the message bytes, 8 index bytes and 32 digest bytes per message each within `limit`. At
 /// least one (a message too long alone fails later, when its buffer is bound).
@@ -827,323 +714,7 @@ fn too_large(what: &'static str, requested: u64) -> Error {
     Error::TooLarge { what, requested, limit: u32::MAX as u64 }
 }
 
-// ---------------------------------------------------------------------- keys
-
-/// An AES key (128, 192 or 256 bits) with its expanded key schedule.
-///
-/// ```
-/// use vkasync::crypto::AesKey;
-/// assert_eq!(AesKey::new(&[0; 24])?.bits(), 192);
-/// assert!(AesKey::new(&[0; 20]).is_err());
-/// # Ok::<(), vkasync::Error>(())
-/// ```
-#[derive(Clone)]
-pub struct AesKey {
-    rounds: u32,
-    /// FIPS-197 `w[0..4 * (rounds + 1)]`, big-endian words.
-    schedule: Vec<u32>,
-    /// The key itself, for the host side of the offload.
-    raw: Vec<u8>,
-}
-
-impl std::fmt::Debug for AesKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AesKey").field("bits", &self.bits()).finish_non_exhaustive()
-    }
-}
-
-impl AesKey {
-    /// Validates `key` (16, 24 or 32 bytes, else [`Error::InvalidArgument`]) and expands it.
-    pub fn new(key: &[u8]) -> Result<Self> {
-        let (rounds, schedule) = host::aes_expand_key(key).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "an AES key must be 16, 24 or 32 bytes (AES-128/192/256), not {} bytes",
-                key.len()
-            ))
-        })?;
-        Ok(AesKey { rounds, schedule, raw: key.to_vec() })
-    }
-
-    /// The key size in bits: 128, 192 or 256.
-    pub fn bits(&self) -> u32 {
-        (self.rounds - 6) * 32
-    }
-
-    /// The number of rounds: 10, 12 or 14.
-    pub fn rounds(&self) -> u32 {
-        self.rounds
-    }
-
-    /// Uploads the key schedule (with the kernel's T-table, 1264 bytes in all) into a new device
-    /// buffer, which any number of [`Crypto::record_aes_ctr`] calls can then share.
-    pub fn upload<R: Recorder + ?Sized>(&self, rec: &mut R) -> Result<AesKeyBuffer> {
-        let words = host::aes_key_tables(&self.schedule);
-        let buffer = Buffer::new(rec.device(), words.len(), MemoryKind::Device)?;
-        rec.upload(&buffer, &words)?;
-        Ok(AesKeyBuffer { buffer, rounds: self.rounds })
-    }
-}
-
-/// An AES key schedule on the device, made by [`AesKey::upload`].
-#[derive(Debug)]
-pub struct AesKeyBuffer {
-    buffer: Buffer<u32>,
-    rounds: u32,
-}
-
-impl AesKeyBuffer {
-    /// The number of rounds: 10, 12 or 14.
-    pub fn rounds(&self) -> u32 {
-        self.rounds
-    }
-}
-
-/// An HMAC-SHA256 key, held as the two SHA-256 midstates after the key blocks `K ^ ipad` and
-/// `K ^ opad` (RFC 2104). Any length is valid; keys longer than 64 bytes are hashed first.
-#[derive(Clone)]
-pub struct HmacKey {
-    inner: [u32; 8],
-    outer: [u32; 8],
-}
-
-impl std::fmt::Debug for HmacKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HmacKey").finish_non_exhaustive()
-    }
-}
-
-impl HmacKey {
-    /// Derives the midstates of `key`.
-    pub fn new(key: &[u8]) -> Self {
-        let (inner, outer) = host::hmac_midstates(key);
-        HmacKey { inner, outer }
-    }
-}
-
-// ---------------------------------------------------------------------- message batches
-
-/// The `(byte offset, byte length)` of each message of a batch, on the device, checked when
-/// uploaded so that a dispatch using it cannot read past a large-enough messages buffer.
-#[derive(Debug)]
-pub struct MessageIndex {
-    buffer: Buffer<[u32; 2]>,
-    len: usize,
-    words_needed: usize,
-    /// The longest message, in bytes (how many block windows a hash needs).
-    max_len: usize,
-}
-
-impl MessageIndex {
-    /// Uploads one byte range per message. Empty ranges are allowed; an empty list is
-    /// [`Error::InvalidArgument`] (a buffer cannot be empty), a range with `start > end` too, and
-    /// ranges past 4 GiB are [`Error::TooLarge`] (offsets are 32-bit on the device).
-    pub fn upload<R: Recorder + ?Sized>(rec: &mut R, ranges: &[Range<usize>]) -> Result<Self> {
-        if ranges.is_empty() {
-            return Err(Error::InvalidArgument("empty message batch: at least one message is needed".into()));
-        }
-        let mut entries = Vec::with_capacity(ranges.len());
-        let mut max_end = 0;
-        let mut max_len = 0;
-        for (i, r) in ranges.iter().enumerate() {
-            if r.start > r.end {
-                return Err(Error::InvalidArgument(format!("message {i} has the reversed byte range {r:?}")));
-            }
-            if r.end > u32::MAX as usize {
-                return Err(too_large("message byte range", r.end as u64));
-            }
-            max_end = max_end.max(r.end);
-            max_len = max_len.max(r.end - r.start);
-            entries.push([r.start as u32, (r.end - r.start) as u32]);
-        }
-        let buffer = Buffer::new(rec.device(), entries.len(), MemoryKind::Device)?;
-        rec.upload(&buffer, &entries)?;
-        Ok(MessageIndex { buffer, len: ranges.len(), words_needed: max_end.div_ceil(4), max_len })
-    }
-
-    /// The number of messages.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Always false: an index has at least one message.
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-
-    /// The fewest `u32` words a messages buffer needs for every range to lie inside it.
-    pub fn words_needed(&self) -> usize {
-        self.words_needed
-    }
-}
-
-/// Host messages packed for the SHA-256 / HMAC kernels: their bytes concatenated and packed
-/// little-endian into words (at least one word, even if every message is empty), and each
-/// message's byte range.
-///
-/// ```
-/// use vkasync::crypto::MessageBatch;
-/// let batch = MessageBatch::new(&[&b"abcde"[..], b"", b"fg"])?;
-/// assert_eq!(batch.words(), &[0x6463_6261, 0x0067_6665]);
-/// assert_eq!(batch.ranges(), &[0..5, 5..5, 5..7]);
-/// assert!(MessageBatch::new::<&[u8]>(&[]).is_err());
-/// # Ok::<(), vkasync::Error>(())
-/// ```
-#[derive(Clone)]
-pub struct MessageBatch {
-    words: Vec<u32>,
-    ranges: Vec<Range<usize>>,
-}
-
-impl std::fmt::Debug for MessageBatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MessageBatch").field("messages", &self.len()).field("bytes", &self.byte_len()).finish()
-    }
-}
-
-impl MessageBatch {
-    /// Packs `messages`. No messages is [`Error::InvalidArgument`]; more than 4 GiB in all is
-    /// [`Error::TooLarge`].
-    pub fn new<M: AsRef<[u8]>>(messages: &[M]) -> Result<Self> {
-        if messages.is_empty() {
-            return Err(Error::InvalidArgument("empty message batch: at least one message is needed".into()));
-        }
-        let mut ranges = Vec::with_capacity(messages.len());
-        let mut end = 0usize;
-        for m in messages {
-            let start = end;
-            end = end.saturating_add(m.as_ref().len());
-            ranges.push(start..end);
-        }
-        if end > u32::MAX as usize {
-            return Err(too_large("message batch", end as u64));
-        }
-        let words = host::pack_le_parts(
-            end.div_ceil(4).max(1),
-            ranges.iter().zip(messages).map(|(r, m)| (r.start, m.as_ref())),
-        );
-        Ok(MessageBatch { words, ranges })
-    }
-
-    /// The number of messages (at least one).
-    pub fn len(&self) -> usize {
-        self.ranges.len()
-    }
-
-    /// Always false: a batch has at least one message.
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-
-    /// The total number of message bytes.
-    pub fn byte_len(&self) -> usize {
-        self.ranges.last().map_or(0, |r| r.end)
-    }
-
-    /// The packed bytes.
-    pub fn words(&self) -> &[u32] {
-        &self.words
-    }
-
-    /// Each message's byte range in [`MessageBatch::words`].
-    pub fn ranges(&self) -> &[Range<usize>] {
-        &self.ranges
-    }
-
-    /// Uploads the packed bytes and the index into new device buffers.
-    pub fn upload<R: Recorder + ?Sized>(&self, rec: &mut R) -> Result<DeviceMessages> {
-        let bytes = Buffer::new(rec.device(), self.words.len(), MemoryKind::Device)?;
-        rec.upload(&bytes, &self.words)?;
-        let index = MessageIndex::upload(rec, &self.ranges)?;
-        Ok(DeviceMessages { bytes, index })
-    }
-}
-
-/// A [`MessageBatch`] on the device.
-#[derive(Debug)]
-pub struct DeviceMessages {
-    /// The packed message bytes.
-    pub bytes: Buffer<u32>,
-    /// Each message's byte range in `bytes`.
-    pub index: MessageIndex,
-}
-
 // ---------------------------------------------------------------------- pending results
-
-/// The result of [`Crypto::prepare_aes_ctr`], available once the recorded work has completed.
-#[must_use = "call finish() after the recorded work has completed to get the result"]
-pub struct PendingAesCtr {
-    /// One staged piece per slot, with its length in bytes.
-    pieces: Vec<(Ticket, usize)>,
-    len: usize,
-}
-
-impl std::fmt::Debug for PendingAesCtr {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PendingAesCtr").field("len", &self.len).finish_non_exhaustive()
-    }
-}
-
-impl PendingAesCtr {
-    pub(crate) fn settled(&self) -> bool {
-        self.pieces.iter().all(|(t, _)| t.settled())
-    }
-
-    /// The output bytes. [`Error::NotReady`] if the work has not completed.
-    pub fn finish(self) -> Result<Vec<u8>> {
-        let mut out = vec![0u8; self.len];
-        self.finish_into(&mut out)?;
-        Ok(out)
-    }
-
-    /// Writes the output into `out` (as long as the input, else [`Error::SizeMismatch`]): one
-    /// copy from staging, no allocation. [`Error::NotReady`] if the work has not completed.
-    pub fn finish_into(self, out: &mut [u8]) -> Result<()> {
-        if out.len() != self.len {
-            return Err(Error::SizeMismatch {
-                what: "AES-CTR output",
-                expected: self.len as u64,
-                got: out.len() as u64,
-            });
-        }
-        let mut at = 0;
-        for (ticket, len) in &self.pieces {
-            ticket.read(0, &mut out[at..at + len])?;
-            at += len;
-        }
-        Ok(())
-    }
-}
-
-/// The result of [`Crypto::prepare_sha256_many`] or [`Crypto::prepare_hmac_sha256_many`].
-#[must_use = "call finish() after the recorded work has completed to get the result"]
-pub struct PendingDigests {
-    /// One staged slot per batch of consecutive messages: where its digests start, and how many.
-    batches: Vec<(Ticket, u64, usize)>,
-}
-
-impl std::fmt::Debug for PendingDigests {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PendingDigests").finish_non_exhaustive()
-    }
-}
-
-impl PendingDigests {
-    pub(crate) fn settled(&self) -> bool {
-        self.batches.iter().all(|(t, _, _)| t.settled())
-    }
-
-    /// One digest (or MAC) per message, in order. [`Error::NotReady`] if the work has not
-    /// completed.
-    pub fn finish(self) -> Result<Vec<[u8; 32]>> {
-        let mut out = Vec::new();
-        for (ticket, at, n) in &self.batches {
-            for i in 0..*n as u64 {
-                out.push(ticket.digest(at + 32 * i)?);
-            }
-        }
-        Ok(out)
-    }
-}
 
 /// One record encrypted and authenticated by [`Crypto::prepare_encrypt_then_mac`].
 #[derive(Debug, Clone, PartialEq, Eq)]

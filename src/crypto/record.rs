@@ -29,6 +29,10 @@ use std::sync::Arc;
 
 /// One connection's keys for [`Crypto::seal`] / [`Crypto::open`]. Expanded once; cheap to clone.
 ///
+/// Record `seq` is sealed as: nonce = prefix (4 bytes) || `seq` (8 bytes, big-endian) || 0
+/// (4 bytes); ciphertext = AES-CTR from the nonce as counter block (128-bit big-endian
+/// increment); tag = HMAC-SHA256(mac key, nonce || ciphertext).
+///
 /// ```
 /// use vkasync::crypto::RecordKeys;
 /// let keys = RecordKeys::new(&[1; 32], b"a MAC key", [0, 0, 0, 7])?;
@@ -207,7 +211,7 @@ impl Crypto {
         Ok(Staged { ticket, len: data.len(), tag_at })
     }
 
-    /// Stages record `seq` of a connection for sealing (see the [module docs](self)); its AES
+    /// Stages record `seq` of a connection for sealing (see [`RecordKeys`] for the format); its AES
     /// and HMAC join the flush's coalesced work.
     pub fn prepare_seal<R: Recorder + ?Sized>(
         &self,

@@ -1,0 +1,184 @@
+//! AES (FIPS-197) keys, and AES-CTR on device buffers ([`Crypto::record_aes_ctr`], the
+//! `aes_ctr` kernel); the coalesced path is in [`super::batch`].
+
+use super::batch::Ticket;
+use super::{host, Crypto};
+use crate::{Arg, Buffer, Device, Error, Kernel, MemoryKind, Recorder, Result};
+
+/// The AES-CTR pipeline for device buffers ([`Crypto::record_aes_ctr`]).
+#[derive(Debug, Clone)]
+pub(super) struct AesKernel {
+    kernel: Kernel,
+    /// The workgroups to keep per dispatch before P grows ([`host::AES_TARGET_GROUPS_GPU`]).
+    target_groups: u64,
+}
+
+impl AesKernel {
+    pub(super) fn new(device: &Device, source: &crate::KernelSource) -> Result<Self> {
+        let kernel = Kernel::new(device, source)?;
+        let target_groups = match device.info().device_type {
+            crate::DeviceType::Cpu => host::AES_TARGET_GROUPS_CPU,
+            _ => host::AES_TARGET_GROUPS_GPU,
+        };
+        Ok(AesKernel { kernel, target_groups })
+    }
+
+    /// Blocks per invocation for `blocks` blocks in one buffer.
+    fn blocks_per_invocation(&self, blocks: u64) -> u32 {
+        host::aes_blocks_per_invocation(blocks, self.target_groups)
+    }
+}
+
+impl Crypto {
+    /// Records AES-CTR over the first `byte_len` bytes of `data`, in place: byte `j` is XORed
+    /// with byte `j % 16` of AES(`iv + j / 16`). Encryption and decryption are the same.
+    ///
+    /// `data` holds the bytes packed little-endian ([`super::pack_le_words`]) and must have room for
+    /// whole blocks: at least `4 * ceil(byte_len / 16)` words, else [`Error::SizeMismatch`]. The
+    /// padding bytes of the last block are XORed with keystream too. `byte_len == 0` records
+    /// nothing.
+    pub fn record_aes_ctr<R: Recorder + ?Sized>(
+        &self,
+        rec: &mut R,
+        key: &AesKeyBuffer,
+        iv: &[u8; 16],
+        data: &Buffer<u32>,
+        byte_len: usize,
+    ) -> Result<()> {
+        if byte_len == 0 {
+            return Ok(());
+        }
+        let blocks = byte_len.div_ceil(16);
+        let words = blocks.saturating_mul(4);
+        if words > data.len() {
+            return Err(Error::SizeMismatch {
+                what: "AES-CTR data buffer, in u32 words (whole 16-byte blocks of byte_len)",
+                expected: words as u64,
+                got: data.len() as u64,
+            });
+        }
+        let blocks = u32::try_from(blocks).map_err(|_| {
+            Error::InvalidArgument(format!("AES-CTR over {blocks} blocks: at most 2^32 - 1 blocks per call"))
+        })?;
+        let c = host::ctr_words(iv);
+        let aes = &self.aes;
+        let per_inv = aes.blocks_per_invocation(blocks as u64);
+        let mut push = [blocks, key.rounds, c[0], c[1], c[2], c[3], 0, per_inv];
+        let args = [Arg::uniform(&key.buffer), Arg::storage(data)];
+        self.dispatch_split(rec, &aes.kernel, blocks, host::LOCAL_SIZE * per_inv, &args, &mut push, 6)
+    }
+}
+
+/// An AES key (128, 192 or 256 bits) with its expanded key schedule.
+///
+/// ```
+/// use vkasync::crypto::AesKey;
+/// assert_eq!(AesKey::new(&[0; 24])?.bits(), 192);
+/// assert!(AesKey::new(&[0; 20]).is_err());
+/// # Ok::<(), vkasync::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct AesKey {
+    pub(super) rounds: u32,
+    /// FIPS-197 `w[0..4 * (rounds + 1)]`, big-endian words.
+    pub(super) schedule: Vec<u32>,
+    /// The key itself, for the host side of the offload.
+    pub(super) raw: Vec<u8>,
+}
+
+impl std::fmt::Debug for AesKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AesKey").field("bits", &self.bits()).finish_non_exhaustive()
+    }
+}
+
+impl AesKey {
+    /// Validates `key` (16, 24 or 32 bytes, else [`Error::InvalidArgument`]) and expands it.
+    pub fn new(key: &[u8]) -> Result<Self> {
+        let (rounds, schedule) = host::aes_expand_key(key).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "an AES key must be 16, 24 or 32 bytes (AES-128/192/256), not {} bytes",
+                key.len()
+            ))
+        })?;
+        Ok(AesKey { rounds, schedule, raw: key.to_vec() })
+    }
+
+    /// The key size in bits: 128, 192 or 256.
+    pub fn bits(&self) -> u32 {
+        (self.rounds - 6) * 32
+    }
+
+    /// The number of rounds: 10, 12 or 14.
+    pub fn rounds(&self) -> u32 {
+        self.rounds
+    }
+
+    /// Uploads the key schedule (with the kernel's T-table, 1264 bytes in all) into a new device
+    /// buffer, which any number of [`Crypto::record_aes_ctr`] calls can then share.
+    pub fn upload<R: Recorder + ?Sized>(&self, rec: &mut R) -> Result<AesKeyBuffer> {
+        let words = host::aes_key_tables(&self.schedule);
+        let buffer = Buffer::new(rec.device(), words.len(), MemoryKind::Device)?;
+        rec.upload(&buffer, &words)?;
+        Ok(AesKeyBuffer { buffer, rounds: self.rounds })
+    }
+}
+
+/// An AES key schedule on the device, made by [`AesKey::upload`].
+#[derive(Debug)]
+pub struct AesKeyBuffer {
+    buffer: Buffer<u32>,
+    rounds: u32,
+}
+
+impl AesKeyBuffer {
+    /// The number of rounds: 10, 12 or 14.
+    pub fn rounds(&self) -> u32 {
+        self.rounds
+    }
+}
+
+/// The result of [`Crypto::prepare_aes_ctr`], available once the recorded work has completed.
+#[must_use = "call finish() after the recorded work has completed to get the result"]
+pub struct PendingAesCtr {
+    /// One staged piece per slot, with its length in bytes.
+    pub(super) pieces: Vec<(Ticket, usize)>,
+    pub(super) len: usize,
+}
+
+impl std::fmt::Debug for PendingAesCtr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingAesCtr").field("len", &self.len).finish_non_exhaustive()
+    }
+}
+
+impl PendingAesCtr {
+    pub(crate) fn settled(&self) -> bool {
+        self.pieces.iter().all(|(t, _)| t.settled())
+    }
+
+    /// The output bytes. [`Error::NotReady`] if the work has not completed.
+    pub fn finish(self) -> Result<Vec<u8>> {
+        let mut out = vec![0u8; self.len];
+        self.finish_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// Writes the output into `out` (as long as the input, else [`Error::SizeMismatch`]): one
+    /// copy from staging, no allocation. [`Error::NotReady`] if the work has not completed.
+    pub fn finish_into(self, out: &mut [u8]) -> Result<()> {
+        if out.len() != self.len {
+            return Err(Error::SizeMismatch {
+                what: "AES-CTR output",
+                expected: self.len as u64,
+                got: out.len() as u64,
+            });
+        }
+        let mut at = 0;
+        for (ticket, len) in &self.pieces {
+            ticket.read(0, &mut out[at..at + len])?;
+            at += len;
+        }
+        Ok(())
+    }
+}
