@@ -220,8 +220,92 @@ pub(crate) struct CryptoBatch {
     table: Arc<Buffer<u32>>,
     max_groups: u32,
     pub window: u32,
-    /// Flushes carrying fewer bytes than this run on the host.
-    pub offload_below: u64,
+    /// Which flushes run on the host.
+    pub offload: OffloadRule,
+    load: HostLoad,
+}
+
+/// When a flush runs on the host (see [`super::Offload`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OffloadRule {
+    /// Below this many bytes.
+    Below(u64),
+    /// Below `base` plus `per_block` per 64-byte block of the longest hashed message, while
+    /// the host is not loaded (see [`HostLoad`]).
+    Model { base: u64, per_block: u64 },
+}
+
+/// How busy the offload would keep the flushing thread: an exponential moving average (weight
+/// 1/4) of `work / (work + gap)` per flush, where `work` is the flush's bytes at one host core's
+/// rate and `gap` the time since the previous flush ended. Under light load (sporadic
+/// flushes) it stays near 0 and small flushes run on the host; under heavy load the flushes
+/// come back to back, it passes 1/2, and they go to the GPU, where group commit lets the next
+/// flushes grow (run on the host, every flush would be small: nothing is ever in flight for
+/// the work to gather behind). It also keeps the average items per GPU flush (weight 1/4,
+/// starting at 2): a loaded host sends flushes to the GPU only while that stays above 1.5, so
+/// one task sealing back to back (whose GPU flushes would each carry its one record, at the
+/// GPU's latency) stays on the host.
+#[derive(Debug)]
+pub(crate) struct HostLoad {
+    /// The average, in millionths.
+    busy_ppm: AtomicU64,
+    /// Items per GPU flush, times 100.
+    gpu_items_x100: AtomicU64,
+    /// When the previous flush ended, in ns since `epoch`.
+    last_end_ns: AtomicU64,
+    epoch: std::time::Instant,
+}
+
+/// One host core's sealing rate assumed by [`HostLoad`], in bytes per µs (0.5 GB/s, measured
+/// on the H200's host: 0.33 to 0.63 GB/s for AES-256-CTR and HMAC-SHA256).
+const HOST_BYTES_PER_US: u64 = 500;
+
+impl HostLoad {
+    fn new() -> Self {
+        HostLoad {
+            busy_ppm: AtomicU64::new(0),
+            gpu_items_x100: AtomicU64::new(200),
+            last_end_ns: AtomicU64::new(0),
+            epoch: std::time::Instant::now(),
+        }
+    }
+
+    fn loaded(&self) -> bool {
+        self.busy_ppm.load(Ordering::Relaxed) > 500_000
+    }
+
+    /// Loaded, and GPU flushes gather more than one item on average.
+    fn gpu_pays(&self) -> bool {
+        self.loaded() && self.gpu_items_x100.load(Ordering::Relaxed) > 150
+    }
+
+    fn record_gpu_items(&self, items: usize) {
+        let old = self.gpu_items_x100.load(Ordering::Relaxed);
+        let new = (items as u64).saturating_mul(100).min(1_000_000);
+        self.gpu_items_x100.store((old * 3 + new) / 4, Ordering::Relaxed);
+    }
+
+    /// A flush of `bytes` ended now.
+    fn record(&self, bytes: u64, started: std::time::Instant) {
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        let start = started.duration_since(self.epoch).as_nanos() as u64;
+        let gap = start.saturating_sub(self.last_end_ns.swap(now, Ordering::Relaxed));
+        let work = bytes.saturating_mul(1000) / HOST_BYTES_PER_US;
+        let sample = work.saturating_mul(1_000_000) / work.saturating_add(gap).max(1);
+        let old = self.busy_ppm.load(Ordering::Relaxed);
+        self.busy_ppm.store((old * 3 + sample.min(1_000_000)) / 4, Ordering::Relaxed);
+    }
+}
+
+impl OffloadRule {
+    fn on_host(self, bytes: u64, longest_blocks: u64) -> bool {
+        match self {
+            OffloadRule::Below(n) => bytes < n,
+            OffloadRule::Model { base, per_block } => {
+                bytes < base.saturating_add(per_block.saturating_mul(longest_blocks))
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for CryptoBatch {
@@ -231,7 +315,7 @@ impl std::fmt::Debug for CryptoBatch {
 }
 
 impl CryptoBatch {
-    pub fn new(device: &Device, max_groups: u32, window: u32, offload_below: u64) -> Result<Self> {
+    pub fn new(device: &Device, max_groups: u32, window: u32, offload: OffloadRule) -> Result<Self> {
         let limits = device.limits();
         let aes = if limits.max_compute_shared_memory_size >= 32 * 1024 {
             &kernels::AES_CTR_MULTI
@@ -249,14 +333,15 @@ impl CryptoBatch {
             table,
             max_groups,
             window,
-            offload_below,
+            offload,
+            load: HostLoad::new(),
         })
     }
 }
 
 impl CryptoBatch {
     /// The same kernels with other dispatch limits (tests), and an arena of its own.
-    pub fn reconfigured(&self, max_groups: u32, window: u32, offload_below: u64) -> Self {
+    pub fn reconfigured(&self, max_groups: u32, window: u32, offload: OffloadRule) -> Self {
         CryptoBatch {
             arena: Arena::new(self.table.device()),
             aes: self.aes.clone(),
@@ -264,7 +349,8 @@ impl CryptoBatch {
             table: self.table.clone(),
             max_groups,
             window,
-            offload_below,
+            offload,
+            load: HostLoad::new(),
         }
     }
 }
@@ -344,7 +430,18 @@ impl BatchKind for CryptoBatch {
 
     fn encode(&self, items: &mut Vec<Item>, enc: &mut Encoder<'_>) -> Result<()> {
         let bytes: u64 = items.iter().map(Item::work_bytes).sum();
-        if bytes < self.offload_below {
+        let longest = items.iter().flat_map(|it| it.mac_first.iter().chain(&it.hashes)).map(|p| p.len).max();
+        let longest_blocks = longest.map_or(0, |len| (len + 9).div_ceil(64) + 1);
+        let started = std::time::Instant::now();
+        let model = matches!(self.offload, OffloadRule::Model { .. });
+        let on_host = self.offload.on_host(bytes, longest_blocks) && !(model && self.load.gpu_pays());
+        if model {
+            self.load.record(bytes, started);
+            if !on_host {
+                self.load.record_gpu_items(items.len());
+            }
+        }
+        if on_host {
             for it in items.iter() {
                 it.run_on_host()?;
             }
@@ -467,5 +564,40 @@ impl CryptoBatch {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn host_load_rises_with_back_to_back_flushes_and_falls_when_they_thin_out() {
+        let load = HostLoad::new();
+        // 16 KiB flushes (33 µs of host work each) 1 ms apart: light load.
+        let mut t = Instant::now();
+        for _ in 0..20 {
+            load.last_end_ns.store(t.duration_since(load.epoch).as_nanos() as u64, Ordering::Relaxed);
+            t += Duration::from_millis(1);
+            load.record(16384, t);
+        }
+        assert!(!load.loaded(), "{:?}", load.busy_ppm);
+        // Back to back (no gap): loaded after a few flushes.
+        for _ in 0..5 {
+            load.last_end_ns.store(t.duration_since(load.epoch).as_nanos() as u64, Ordering::Relaxed);
+            load.record(16384, t);
+        }
+        assert!(load.loaded(), "{:?}", load.busy_ppm);
+        assert!(load.gpu_pays());
+        // GPU flushes of one item each: not worth it any more.
+        for _ in 0..3 {
+            load.record_gpu_items(1);
+        }
+        assert!(!load.gpu_pays());
+        for _ in 0..3 {
+            load.record_gpu_items(100);
+        }
+        assert!(load.gpu_pays());
     }
 }

@@ -138,8 +138,13 @@ use std::sync::Arc;
 #[non_exhaustive]
 pub enum Offload {
     /// The runtime's choice, by device: a CPU device (lavapipe) computes everything on the
-    /// host (its "GPU" is the same host cores, several times slower than RustCrypto); other
-    /// devices use [`GPU_CROSSOVER_BYTES`].
+    /// host (its "GPU" is the same host cores, many times slower than RustCrypto); on other
+    /// devices a flush runs on the host while its bytes are below
+    /// [`GPU_CROSSOVER_BASE_BYTES`] plus [`GPU_CROSSOVER_BYTES_PER_BLOCK`] per 64-byte block of
+    /// its longest hashed message (a GPU hashes each message in one thread, so a flush's GPU
+    /// time grows with its longest message), unless the host is loaded: when flushes come back
+    /// to back (the offload would keep the flushing thread busy more than half the time), they
+    /// go to the GPU, where group commit lets the following flushes grow.
     #[default]
     Auto,
     /// Always the GPU.
@@ -150,19 +155,29 @@ pub enum Offload {
     Below(u64),
 }
 
-/// The default crossover of [`Offload::Auto`] on GPUs, in bytes of crypto work per flush. On
-/// the NVIDIA H200 (`tls_pipeline`, see `BENCHMARKS.md`) a flush's GPU round trip costs tens of
-/// microseconds, in which one host core seals about this many bytes.
-pub const GPU_CROSSOVER_BYTES: u64 = 32 * 1024;
+/// The fixed part of [`Offload::Auto`]'s crossover on GPUs, in bytes of crypto work per
+/// flush. Measured on the NVIDIA H200 (`tls_pipeline`, `BENCHMARKS.md`): a flush of short
+/// records costs the GPU path about 100 µs end to end, in which one host core seals about
+/// 50 KB (RustCrypto, AES-256-CTR and HMAC-SHA256, 0.4 to 0.6 GB/s).
+pub const GPU_CROSSOVER_BASE_BYTES: u64 = 64 * 1024;
+
+/// The part of [`Offload::Auto`]'s crossover that grows with the longest hashed message of a
+/// flush, per 64-byte block: on the H200 one GPU thread compresses a block in about 2.7 µs
+/// (a 16 KiB record's HMAC takes about 0.7 ms however many records share the dispatch), in
+/// which one host core seals about 1.5 KB. For 16 KiB records the crossover is about 450 KB
+/// per flush; measured, the GPU path ran at 0.9x one core at 27 such records per flush and at
+/// 2.7x at 82.
+pub const GPU_CROSSOVER_BYTES_PER_BLOCK: u64 = 1536;
 
 impl Offload {
-    fn threshold(self, device: &Device) -> u64 {
+    fn rule(self, device: &Device) -> batch::OffloadRule {
+        use batch::OffloadRule::{Below, Model};
         match self {
-            Offload::Auto if device.info().device_type == crate::DeviceType::Cpu => u64::MAX,
-            Offload::Auto => GPU_CROSSOVER_BYTES,
-            Offload::Gpu => 0,
-            Offload::Host => u64::MAX,
-            Offload::Below(n) => n,
+            Offload::Auto if device.info().device_type == crate::DeviceType::Cpu => Below(u64::MAX),
+            Offload::Auto => Model { base: GPU_CROSSOVER_BASE_BYTES, per_block: GPU_CROSSOVER_BYTES_PER_BLOCK },
+            Offload::Gpu => Below(0),
+            Offload::Host => Below(u64::MAX),
+            Offload::Below(n) => Below(n),
         }
     }
 }
@@ -208,7 +223,7 @@ impl Crypto {
                 device,
                 max_groups,
                 host::SHA256_WINDOW_BLOCKS,
-                Offload::Auto.threshold(device),
+                Offload::Auto.rule(device),
             )?),
         })
     }
@@ -223,7 +238,7 @@ impl Crypto {
     #[doc(hidden)]
     pub fn with_max_groups_per_dispatch(mut self, groups: u32) -> Self {
         self.max_groups = groups.clamp(1, host::MAX_GROUPS.min(self.device.limits().max_compute_work_group_count[0]));
-        self.batch = Arc::new(self.batch.reconfigured(self.max_groups, self.sha256_window, self.batch.offload_below));
+        self.batch = Arc::new(self.batch.reconfigured(self.max_groups, self.sha256_window, self.batch.offload));
         self
     }
 
@@ -238,15 +253,19 @@ impl Crypto {
     /// # Ok::<(), vkasync::Error>(())
     /// ```
     pub fn with_offload(mut self, offload: Offload) -> Self {
-        let below = offload.threshold(&self.device);
-        self.batch = Arc::new(self.batch.reconfigured(self.max_groups, self.sha256_window, below));
+        let rule = offload.rule(&self.device);
+        self.batch = Arc::new(self.batch.reconfigured(self.max_groups, self.sha256_window, rule));
         self
     }
 
     /// The bytes of crypto work per flush below which a flush runs on the host (0: never;
-    /// `u64::MAX`: always).
+    /// `u64::MAX`: always); for [`Offload::Auto`] on a GPU, the fixed part of the crossover
+    /// (it grows with the flush's longest hashed message).
     pub fn offload_threshold(&self) -> u64 {
-        self.batch.offload_below
+        match self.batch.offload {
+            batch::OffloadRule::Below(n) => n,
+            batch::OffloadRule::Model { base, .. } => base,
+        }
     }
 
     /// For tests: split the data of [`Crypto::prepare_aes_ctr`] and the batches of
@@ -265,7 +284,7 @@ impl Crypto {
     #[doc(hidden)]
     pub fn with_sha256_blocks_per_dispatch(mut self, blocks: u32) -> Self {
         self.sha256_window = blocks.clamp(1, host::SHA256_WINDOW_BLOCKS);
-        self.batch = Arc::new(self.batch.reconfigured(self.max_groups, self.sha256_window, self.batch.offload_below));
+        self.batch = Arc::new(self.batch.reconfigured(self.max_groups, self.sha256_window, self.batch.offload));
         self
     }
 
