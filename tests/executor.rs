@@ -378,7 +378,8 @@ fn a_long_recording_phase_is_flushed_at_the_bound() {
     let during = h.join().unwrap().unwrap();
     assert!(during >= 2, "only {during} submits while recording");
     let s = exec.stats();
-    assert_eq!(s.host_waits, 1, "{s}");
+    // One wait at most (none when the executor's spin saw the GPU finish first).
+    assert!(s.host_waits <= 1, "{s}");
     assert!(s.submits >= 3, "{s}");
     drop((exec, mix));
     finish(device);
