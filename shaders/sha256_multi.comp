@@ -9,9 +9,12 @@
 //   binding 1 (set 0): readonly storage buffer Index { uvec4 msg[]; }: per message i,
 //              (byte offset in Data, byte length, key index or 0xffffffff for plain SHA-256,
 //              word offset in Data of its 8-word digest).
-//   binding 2 (set 0): storage buffer Data { uint bytes[]; }: the messages' bytes packed
-//              little-endian (any offset alignment), and the digests, which the host placed
-//              apart from every message: digest k-th big-endian word at bytes[digest + k].
+//   binding 2 (set 0): readonly storage buffer Data { uint bytes[]; }: the messages' bytes
+//              packed little-endian (any offset alignment).
+//   binding 3 (set 0): storage buffer Digests { uint digest[]; }: the same buffer as binding 2,
+//              bound again for writing: the digests, which the host placed apart from every
+//              message: digest k-th big-endian word at digest[m.w + k]. (Reading the messages
+//              through a readonly binding lets the driver use its read-only cache path.)
 //   push constants (16 bytes): nmsgs, msg_base (added to gl_GlobalInvocationID.x), blk_begin
 //              and blk_count: the window of each message's (inner) blocks this dispatch
 //              compresses, as in sha256_batch.comp; for blk_begin > 0 the state is read from
@@ -24,7 +27,8 @@ layout(local_size_x = 256) in;
 
 layout(std430, set = 0, binding = 0) readonly buffer Keys { uint mid[]; };
 layout(std430, set = 0, binding = 1) readonly buffer Index { uvec4 msg[]; };
-layout(std430, set = 0, binding = 2) buffer Data { uint bytes[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Data { uint bytes[]; };
+layout(std430, set = 0, binding = 3) buffer Digests { uint digest[]; };
 
 layout(push_constant) uniform Push {
     uint nmsgs;
@@ -50,8 +54,8 @@ void main() {
         if (blk_begin >= (m.y >> 6) + (((m.y & 63u) + 72u) >> 6)) {
             return; // finished in an earlier window
         }
-        h = uint[8](bytes[o + 0u], bytes[o + 1u], bytes[o + 2u], bytes[o + 3u],
-                    bytes[o + 4u], bytes[o + 5u], bytes[o + 6u], bytes[o + 7u]);
+        h = uint[8](digest[o + 0u], digest[o + 1u], digest[o + 2u], digest[o + 3u],
+                    digest[o + 4u], digest[o + 5u], digest[o + 6u], digest[o + 7u]);
     } else if (keyed) {
         uint k = m.z * 16u;
         h = uint[8](mid[k + 0u], mid[k + 1u], mid[k + 2u], mid[k + 3u],
@@ -71,6 +75,6 @@ void main() {
         sha256_compress(ho, w);
         h = ho;
     }
-    bytes[o + 0u] = h[0]; bytes[o + 1u] = h[1]; bytes[o + 2u] = h[2]; bytes[o + 3u] = h[3];
-    bytes[o + 4u] = h[4]; bytes[o + 5u] = h[5]; bytes[o + 6u] = h[6]; bytes[o + 7u] = h[7];
+    digest[o + 0u] = h[0]; digest[o + 1u] = h[1]; digest[o + 2u] = h[2]; digest[o + 3u] = h[3];
+    digest[o + 4u] = h[4]; digest[o + 5u] = h[5]; digest[o + 6u] = h[6]; digest[o + 7u] = h[7];
 }

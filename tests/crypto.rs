@@ -176,7 +176,7 @@ fn kernels_have_the_documented_interfaces() {
         assert_eq!(read_only(k), [true, true, true, false], "{}", k.name());
         assert_eq!(kinds(k)[0], BindingKind::Uniform, "{}", k.name());
     }
-    assert_eq!(read_only(&sha_multi), [true, true, false]);
+    assert_eq!(read_only(&sha_multi), [true, true, true, false]);
     assert_eq!(read_only(&sha), [true, true, false]);
     assert_eq!(read_only(&hmac), [true, true, false]);
     drop((aes, aes16, multi, multi16, sha_multi, sha, hmac));

@@ -556,7 +556,7 @@ impl CryptoBatch {
         let device = enc.device().clone();
         let index = table(&device, rows)?;
         let n = to_u32(rows.len() as u64, "messages in one flush")?;
-        let args = [Arg::storage(mac_keys), Arg::storage(&index), data.clone()];
+        let args = [Arg::storage(mac_keys), Arg::storage(&index), data.clone(), data.clone()];
         for begin in host::block_windows(max_len as usize, self.window) {
             for (base, groups) in host::dispatches(n, host::LOCAL_SIZE, self.max_groups) {
                 let push = [n, base, begin, self.window];
