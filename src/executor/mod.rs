@@ -72,6 +72,13 @@
 //! waking allocations that wait for memory), and command buffers are reused once their value
 //! is reached. Nothing blocks in `Drop`.
 //!
+//! **Coalesced launches.** A task may add an item of a batch kind ([`Ctx::batch`], see
+//! [`crate::batch`]) instead of recording commands; items count as recorded work of the epoch
+//! (the task's `synchronize` covers them, and they count toward the flush bound). At the flush,
+//! before the epoch's commands are written, each kind encodes all its items as ordinary ops.
+//! If nothing is left for the GPU afterwards (every kind computed its items on the host), the
+//! flush submits nothing, and its waiters are complete at once.
+//!
 //! **Backpressure.** With a memory bound, [`Ctx::buffer`] leases the buffer's bytes before it
 //! allocates; past the bound it waits, and the driver submits what is recorded and waits for
 //! what is in flight so that memory comes back.
