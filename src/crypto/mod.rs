@@ -233,9 +233,9 @@ impl Crypto {
         &self.device
     }
 
-    /// Caps the workgroups per dispatch at `groups` (at least 1; the default is 65535), so that
-    /// tests can exercise the splitting of large inputs over several dispatches with small ones.
-    #[doc(hidden)]
+    /// Caps the workgroups per dispatch at `groups` (at least 1; the default is 65,535 or the
+    /// device's limit): larger work is split over several dispatches. Smaller dispatches keep
+    /// each one short (to share the GPU with other work); the results are the same.
     pub fn with_max_groups_per_dispatch(mut self, groups: u32) -> Self {
         self.max_groups = groups.clamp(1, host::MAX_GROUPS.min(self.device.limits().max_compute_work_group_count[0]));
         self.batch = Arc::new(self.batch.reconfigured(self.max_groups, self.sha256_window, self.batch.offload));
@@ -268,20 +268,19 @@ impl Crypto {
         }
     }
 
-    /// For tests: split the data of [`Crypto::prepare_aes_ctr`] and the batches of
-    /// [`Crypto::prepare_sha256_many`] / [`Crypto::prepare_hmac_sha256_many`] into buffers of at
-    /// most `bytes` (rounded down to whole blocks, at least one block; the default is the
-    /// device's `maxStorageBufferRange`).
-    #[doc(hidden)]
+    /// Splits the data of [`Crypto::prepare_aes_ctr`] and the batches of
+    /// [`Crypto::prepare_sha256_many`] / [`Crypto::prepare_hmac_sha256_many`] into staging slots
+    /// of at most `bytes` (rounded down to whole blocks, at least one block; the default and the
+    /// most is what one dispatch can bind, `maxStorageBufferRange`). The results are the same.
     pub fn with_chunk_bytes(mut self, bytes: usize) -> Self {
         self.chunk_bytes = (bytes / 16 * 16).clamp(16, chunk_limit(&self.device));
         self
     }
 
-    /// For tests: hash at most `blocks` blocks of each message per dispatch (at least 1; the
-    /// default is [`host::SHA256_WINDOW_BLOCKS`]), so that the windows of long messages can be
-    /// exercised with short ones.
-    #[doc(hidden)]
+    /// Hashes at most `blocks` 64-byte blocks of each message per dispatch (at least 1; the
+    /// default and the most is 16,384, within llvmpipe's limit of 65,535 loop iterations per
+    /// invocation): longer messages are hashed in several dispatches, the state kept between
+    /// them. The results are the same.
     pub fn with_sha256_blocks_per_dispatch(mut self, blocks: u32) -> Self {
         self.sha256_window = blocks.clamp(1, host::SHA256_WINDOW_BLOCKS);
         self.batch = Arc::new(self.batch.reconfigured(self.max_groups, self.sha256_window, self.batch.offload));
