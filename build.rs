@@ -6,6 +6,10 @@
 //! - Each shader is recompiled only when its own text or the text of one of its includes changed:
 //!   the last build's SPIR-V is kept in `$OUT_DIR` next to a hash of every file it read.
 //! - A GLSL error fails the build with the shader's path, the line and the compiler's message.
+//! - Builds are reproducible: shaders are named by their path inside the crate (`shaders/x.comp`,
+//!   `shaders/include/y.glsl`), never by the build machine's absolute path, and the SPIR-V
+//!   carries no debug information unless `VKASYNC_SHADER_DEBUG=1` asks for it (then it holds
+//!   those crate-relative names and the source lines).
 //! - Every module then goes through the SPIR-V validator of SPIRV-Tools (Vulkan 1.2 rules), cached
 //!   or not; a module it rejects fails the build with the shader's path. That is why
 //!   `Kernel::new` does not validate build-time kernels at run time.
@@ -26,6 +30,7 @@ fn main() {
     let shader_dir = root.join("shaders");
     let include_dir = shader_dir.join("include");
     println!("cargo:rerun-if-changed=shaders");
+    println!("cargo:rerun-if-env-changed=VKASYNC_SHADER_DEBUG");
     println!("cargo:rerun-if-changed=shaders/include");
     link_spirv_tools();
 
@@ -43,8 +48,10 @@ fn main() {
     for path in &shaders {
         let stem = path.file_stem().unwrap().to_string_lossy().to_string();
         let rel = format!("shaders/{stem}.comp");
-        let spv_path = out.join(format!("{stem}.spv"));
-        let stamp_path = out.join(format!("{stem}.stamp"));
+        // Builds with and without debug information keep their own cached SPIR-V.
+        let flavour = if env::var("VKASYNC_SHADER_DEBUG").is_ok_and(|v| v == "1") { "g" } else { "o" };
+        let spv_path = out.join(format!("{stem}.{flavour}.spv"));
+        let stamp_path = out.join(format!("{stem}.{flavour}.stamp"));
         let words = match cached(&stamp_path, &spv_path) {
             Some(words) => words,
             None => {
@@ -101,26 +108,28 @@ fn compile(
     let deps = std::cell::RefCell::new(vec![path.to_path_buf()]);
     let dir = path.parent().unwrap().to_path_buf();
     let include_dir = include_dir.to_path_buf();
+    // Names inside the crate (`shaders/...`), so that no absolute path reaches the SPIR-V.
+    let root = env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from).unwrap_or_default();
+    let relative = |p: &Path| p.strip_prefix(&root).unwrap_or(p).to_string_lossy().replace('\\', "/");
     let mut options = shaderc::CompileOptions::new().unwrap();
     options.set_target_env(shaderc::TargetEnv::Vulkan, shaderc::EnvVersion::Vulkan1_2 as u32);
     options.set_target_spirv(shaderc::SpirvVersion::V1_5);
     options.set_optimization_level(shaderc::OptimizationLevel::Performance);
-    options.set_generate_debug_info();
+    if env::var("VKASYNC_SHADER_DEBUG").is_ok_and(|v| v == "1") {
+        options.set_generate_debug_info();
+    }
     options.set_include_callback(|name, _ty, from, _depth| {
-        let from_dir = Path::new(from).parent().map(Path::to_path_buf).unwrap_or(dir.clone());
+        let from_dir = root.join(from).parent().map(Path::to_path_buf).unwrap_or(dir.clone());
         for candidate in [from_dir.join(name), dir.join(name), include_dir.join(name)] {
             if let Ok(content) = fs::read_to_string(&candidate) {
                 deps.borrow_mut().push(candidate.clone());
-                return Ok(shaderc::ResolvedInclude {
-                    resolved_name: candidate.to_string_lossy().into_owned(),
-                    content,
-                });
+                return Ok(shaderc::ResolvedInclude { resolved_name: relative(&candidate), content });
             }
         }
         Err(format!("cannot find include \"{name}\" (looked next to {from} and in shaders/include/)"))
     });
     let artifact = compiler
-        .compile_into_spirv(&source, shaderc::ShaderKind::Compute, &path.to_string_lossy(), "main", Some(&options))
+        .compile_into_spirv(&source, shaderc::ShaderKind::Compute, rel, "main", Some(&options))
         .map_err(|e| e.to_string())?;
     if artifact.get_num_warnings() > 0 {
         println!("cargo:warning={rel}: {}", artifact.get_warning_messages().replace('\n', " "));

@@ -344,3 +344,20 @@ fn handles_can_cross_threads() {
     assert_eq!(out, vec![mix_cpu(1, 4), mix_cpu(2, 4), mix_cpu(3, 4)]);
     finish(device);
 }
+
+#[test]
+fn compiled_kernels_carry_no_path_of_the_build_machine() {
+    // Built without debug information (the default), the SPIR-V has no source names at all;
+    // and none of it may hold the checkout's absolute path.
+    let root = env!("CARGO_MANIFEST_DIR").as_bytes();
+    assert!(!vkasync::kernels::ALL.is_empty());
+    for k in vkasync::kernels::ALL {
+        let bytes: Vec<u8> = k.spirv.iter().flat_map(|w| w.to_le_bytes()).collect();
+        assert!(!bytes.windows(root.len()).any(|w| w == root), "{} holds {}", k.name, env!("CARGO_MANIFEST_DIR"));
+        assert!(
+            !bytes.windows(b"shaders/".len()).any(|w| w == b"shaders/"),
+            "{} carries source names (debug information)",
+            k.name
+        );
+    }
+}
