@@ -1,5 +1,5 @@
 //! Compiles every GLSL compute shader `shaders/*.comp` to SPIR-V (Vulkan 1.2, optimised for
-//! performance) and generates `$OUT_DIR/kernels.rs`, which holds one `KernelSource` constant per
+//! performance) by running `glslc`, checks each module by running `spirv-val`, and generates `$OUT_DIR/kernels.rs`, which holds one `KernelSource` constant per
 //! shader, so that kernels are named by items the compiler checks.
 //!
 //! - `#include "x.glsl"` resolves against the including file's folder, then `shaders/include/`.
@@ -10,7 +10,7 @@
 //!   `shaders/include/y.glsl`), never by the build machine's absolute path, and the SPIR-V
 //!   carries no debug information unless `VKASYNC_SHADER_DEBUG=1` asks for it (then it holds
 //!   those crate-relative names and the source lines).
-//! - Every module then goes through the SPIR-V validator of SPIRV-Tools (Vulkan 1.2 rules), cached
+//! - Every module then goes through `spirv-val` (SPIRV-Tools' validator, Vulkan 1.2 rules), cached
 //!   or not; a module it rejects fails the build with the shader's path. That is why
 //!   `Kernel::new` does not validate build-time kernels at run time.
 //! - The library links Debian's static `libSPIRV-Tools.a` (package `spirv-tools`) for run-time
