@@ -50,7 +50,7 @@ fn deps() -> Result<(), String> {
     } else {
         println!(
             "xtask: not a Debian/Ubuntu system: install by hand a Vulkan loader and driver (or lavapipe), the \
-             Khronos validation layer, and shaderc with glslang and SPIRV-Tools."
+             Khronos validation layer, and the shader tools glslc and spirv-val (shaderc, SPIRV-Tools)."
         );
     }
     Ok(())
