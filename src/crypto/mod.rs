@@ -158,16 +158,19 @@ pub enum Offload {
 /// The fixed part of [`Offload::Auto`]'s crossover on GPUs, in bytes of crypto work per
 /// flush. Measured on the NVIDIA H200 (`tls_pipeline`, `BENCHMARKS.md`): a flush of short
 /// records costs the GPU path about 100 µs end to end, in which one host core seals about
-/// 50 KB (RustCrypto, AES-256-CTR and HMAC-SHA256, 0.4 to 0.6 GB/s).
-pub const GPU_CROSSOVER_BASE_BYTES: u64 = 64 * 1024;
+/// 50 KB (RustCrypto, AES-256-CTR and HMAC-SHA256, 0.4 to 0.6 GB/s). The constant is set
+/// below that break-even: a flush computed on the host holds the queue's lock meanwhile, and
+/// under load large host flushes made `Auto` unstable (0.7 to 1.5 GB/s at 10,000 × 16 KiB).
+pub const GPU_CROSSOVER_BASE_BYTES: u64 = 32 * 1024;
 
 /// The part of [`Offload::Auto`]'s crossover that grows with the longest hashed message of a
 /// flush, per 64-byte block: on the H200 one GPU thread compresses a block in about 2.7 µs
 /// (a 16 KiB record's HMAC takes about 0.7 ms however many records share the dispatch), in
-/// which one host core seals about 1.5 KB. For 16 KiB records the crossover is about 450 KB
-/// per flush; measured, the GPU path ran at 0.9x one core at 27 such records per flush and at
-/// 2.7x at 82.
-pub const GPU_CROSSOVER_BYTES_PER_BLOCK: u64 = 1536;
+/// which one host core seals about 1.5 KB. Measured, the GPU path ran at 0.9x one core at 27
+/// records of 16 KiB per flush and at 2.7x at 82. Like the base, the constant sits below the
+/// break-even (256 bytes per block: about 98 KB per flush for 16 KiB records), so that single
+/// records go to the host and loaded flushes to the GPU.
+pub const GPU_CROSSOVER_BYTES_PER_BLOCK: u64 = 256;
 
 impl Offload {
     fn rule(self, device: &Device) -> batch::OffloadRule {
