@@ -25,6 +25,20 @@ pub struct KernelSource {
     pub spirv: &'static [u32],
 }
 
+impl KernelSource {
+    /// A kernel compiled and validated at build time, for the code `vkasync-build` generates in
+    /// a crate that depends on vkasync (`vkasync_build::compile_shaders`). [`Kernel::new`] hands
+    /// these words to the driver without validating them again (it still checks their
+    /// capabilities against the device).
+    ///
+    /// # Safety
+    /// `spirv` must be a module that `spirv-val --target-env vulkan1.2` accepted (vkasync-build
+    /// runs it); invalid SPIR-V given to a driver is undefined behaviour.
+    pub const unsafe fn prevalidated(name: &'static str, path: &'static str, spirv: &'static [u32]) -> Self {
+        KernelSource { name, path, spirv }
+    }
+}
+
 pub(crate) struct RawKernel {
     pub device: Device,
     pub name: String,

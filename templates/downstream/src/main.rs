@@ -2,10 +2,16 @@
 //! all of them, every result checked.
 use vkasync::{Buffer, Error, Executor, Kernel, MemoryKind};
 
+/// `kernels::SAXPY`, from `shaders/saxpy.comp` (see build.rs).
+mod kernels {
+    include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+}
+
 fn main() -> Result<(), Error> {
     let device = vkasync::Device::new()?;
-    // Run-time SPIR-V goes through vkasync's validator before the driver sees it.
-    let saxpy = Kernel::from_spirv(&device, "saxpy", include_bytes!(concat!(env!("OUT_DIR"), "/saxpy.spv")))?;
+    // Compiled and validated at build time by vkasync-build.
+    let saxpy = Kernel::new(&device, &kernels::SAXPY)?;
+    assert_eq!(kernels::ALL.len(), 1);
     let exec = Executor::builder(&device).flush_policy(vkasync::FlushPolicy::WhenIdle).build()?;
     let n = 1000u32;
     let jobs: Vec<_> = (0..500u32)
