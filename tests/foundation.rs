@@ -361,3 +361,46 @@ fn compiled_kernels_carry_no_path_of_the_build_machine() {
         );
     }
 }
+
+#[test]
+fn the_build_time_reflection_matches_the_run_time_one() {
+    use vkasync::kernels;
+    let device = device();
+    // (kernel, bindings, read-only flags, push-constant bytes, workgroup size), built at build time.
+    type Case<'a> = (&'a vkasync::KernelSource, &'a [u32], &'a [bool], u32, [u32; 3]);
+    let cases: [Case; 3] = [
+        (
+            &kernels::MIX,
+            kernels::mix::BINDINGS,
+            kernels::mix::READ_ONLY,
+            kernels::mix::PUSH_CONSTANT_BYTES,
+            kernels::mix::LOCAL_SIZE,
+        ),
+        (
+            &kernels::SHA256_MULTI,
+            kernels::sha256_multi::BINDINGS,
+            kernels::sha256_multi::READ_ONLY,
+            kernels::sha256_multi::PUSH_CONSTANT_BYTES,
+            kernels::sha256_multi::LOCAL_SIZE,
+        ),
+        (
+            &kernels::AES_CTR_MULTI,
+            kernels::aes_ctr_multi::BINDINGS,
+            kernels::aes_ctr_multi::READ_ONLY,
+            kernels::aes_ctr_multi::PUSH_CONSTANT_BYTES,
+            kernels::aes_ctr_multi::LOCAL_SIZE,
+        ),
+    ];
+    for (source, bindings, read_only, push, local) in cases {
+        let k = vkasync::Kernel::new(&device, source).unwrap();
+        let r = k.reflection();
+        assert_eq!(r.bindings.iter().map(|b| b.binding).collect::<Vec<_>>(), bindings, "{}", source.name);
+        assert_eq!(r.bindings.iter().map(|b| b.read_only).collect::<Vec<_>>(), read_only, "{}", source.name);
+        assert_eq!((k.push_constant_size(), k.local_size()), (push, local), "{}", source.name);
+    }
+    assert_eq!(
+        (kernels::sha256_multi::BINDINGS.len(), kernels::sha256_multi::READ_ONLY),
+        (4, &[true, true, true, false][..])
+    );
+    finish(device);
+}

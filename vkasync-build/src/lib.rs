@@ -25,7 +25,10 @@
 //!   `$OUT_DIR` so that only changed shaders are compiled again;
 //! - validation with SPIRV-Tools' `spirv-val` (Vulkan 1.2 rules) at build time, so that
 //!   `Kernel::new` hands the module to the driver without validating it again;
-//! - one constant per shader (`SAXPY` for `saxpy.comp`), and `ALL`;
+//! - one constant per shader (`SAXPY` for `saxpy.comp`), and `ALL`, with its reflection in a
+//!   module of the same name (`saxpy::BINDINGS`, `READ_ONLY`, `PUSH_CONSTANT_BYTES`,
+//!   `LOCAL_SIZE`, read from the SPIR-V at build time by [`reflect`], the reader vkasync uses
+//!   at run time);
 //! - reproducible output: crate-relative file names, no debug information unless
 //!   `VKASYNC_SHADER_DEBUG=1`.
 //!
@@ -33,6 +36,8 @@
 //! packages `glslc` and `spirv-tools`, or the Vulkan SDK's (found in `$VULKAN_SDK/bin`);
 //! `GLSLC` and `SPIRV_VAL` name them explicitly. Nothing is linked into the build script, so no
 //! linker configuration is needed.
+
+pub mod reflect;
 
 use std::collections::hash_map::DefaultHasher;
 use std::fmt::Write as _;
@@ -139,7 +144,54 @@ impl Kernels {
             }
             let ident = stem.to_uppercase().replace(['-', '.'], "_");
             let ty = &self.source_type;
-            writeln!(generated, "/// The kernel compiled from `{rel}` ({} SPIR-V words).", words.len()).unwrap();
+            let r = match reflect::reflect(&words) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("error: {rel}: the SPIR-V cannot be reflected: {e}");
+                    failed = true;
+                    continue;
+                }
+            };
+            let bindings: Vec<String> = r
+                .bindings
+                .iter()
+                .map(|b| {
+                    let kind = match b.kind {
+                        reflect::BindingKind::Storage => "storage",
+                        reflect::BindingKind::Uniform => "uniform",
+                    };
+                    let ro = if b.read_only { ", read-only" } else { "" };
+                    format!("{} ({kind}{ro}, at least {} bytes)", b.binding, b.min_size)
+                })
+                .collect();
+            let mod_name = stem.replace(['-', '.'], "_");
+            writeln!(
+                generated,
+                "/// The reflection of `{rel}`, read at build time.\n#[allow(dead_code)]\npub mod {mod_name} {{"
+            )
+            .unwrap();
+            writeln!(generated, "    /// Binding numbers of set 0, in order.").unwrap();
+            let nums: Vec<String> = r.bindings.iter().map(|b| b.binding.to_string()).collect();
+            writeln!(generated, "    pub const BINDINGS: &[u32] = &[{}];", nums.join(", ")).unwrap();
+            writeln!(generated, "    /// Whether each binding is only read (`readonly`, or a uniform buffer).")
+                .unwrap();
+            let ro: Vec<String> = r.bindings.iter().map(|b| b.read_only.to_string()).collect();
+            writeln!(generated, "    pub const READ_ONLY: &[bool] = &[{}];", ro.join(", ")).unwrap();
+            writeln!(generated, "    /// Size of the push-constant block in bytes.").unwrap();
+            writeln!(generated, "    pub const PUSH_CONSTANT_BYTES: u32 = {};", r.push_constant_size).unwrap();
+            writeln!(generated, "    /// `local_size_x/y/z`.").unwrap();
+            writeln!(generated, "    pub const LOCAL_SIZE: [u32; 3] = {:?};", r.local_size).unwrap();
+            writeln!(generated, "}}\n").unwrap();
+            writeln!(
+                generated,
+                "/// The kernel compiled from `{rel}`: bindings {}; {} bytes of push constants; workgroup \
+                 size {:?}. Its reflection is in the module `{}`.",
+                if bindings.is_empty() { "none".to_string() } else { bindings.join(", ") },
+                r.push_constant_size,
+                r.local_size,
+                stem.replace(['-', '.'], "_")
+            )
+            .unwrap();
             if self.inside_vkasync {
                 writeln!(
                     generated,

@@ -12,6 +12,10 @@ fn main() -> Result<(), Error> {
     // Compiled and validated at build time by vkasync-build.
     let saxpy = Kernel::new(&device, &kernels::SAXPY)?;
     assert_eq!(kernels::ALL.len(), 1);
+    // Its reflection, read at build time.
+    assert_eq!((kernels::saxpy::BINDINGS, kernels::saxpy::READ_ONLY), (&[0, 1][..], &[true, false][..]));
+    assert_eq!(kernels::saxpy::PUSH_CONSTANT_BYTES, 8);
+    let local = kernels::saxpy::LOCAL_SIZE[0];
     let exec = Executor::builder(&device).flush_policy(vkasync::FlushPolicy::WhenIdle).build()?;
     let n = 1000u32;
     let jobs: Vec<_> = (0..500u32)
@@ -25,7 +29,7 @@ fn main() -> Result<(), Error> {
                 ctx.upload(&bx, &x)?;
                 ctx.upload(&by, &y)?;
                 let push: Vec<u8> = [n.to_le_bytes(), 2.0f32.to_le_bytes()].concat();
-                ctx.dispatch(&saxpy, [n.div_ceil(64), 1, 1], &[(&bx).into(), (&by).into()], &push)?;
+                ctx.dispatch(&saxpy, [n.div_ceil(local), 1, 1], &[(&bx).into(), (&by).into()], &push)?;
                 let out = ctx.read(&by).await?;
                 Ok::<_, Error>(out.iter().zip(x.iter().zip(&y)).all(|(o, (x, y))| *o == 2.0 * x + y))
             })
