@@ -859,13 +859,21 @@ impl<B: Backend> Drop for SyncFuture<B> {
     }
 }
 
-/// Starts the driver thread of a core (see [`QueueCore::drive`]).
-pub(crate) fn spawn_driver<B: Backend>(core: &Arc<QueueCore<B>>, name: &str) -> Result<()> {
+/// Starts the driver thread of a core (see [`QueueCore::drive`]). The receiver gets a message
+/// when the thread has let go of the core and the device (so that an owner can make sure no
+/// thread of its own still touches Vulkan, for example before the process exits).
+pub(crate) fn spawn_driver<B: Backend>(core: &Arc<QueueCore<B>>, name: &str) -> Result<std::sync::mpsc::Receiver<()>> {
     let waiter = core.lock().backend.waiter();
     let core = core.clone();
+    let (done, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name(name.into())
-        .spawn(move || core.drive(&waiter))
-        .map(|_| ())
+        .spawn(move || {
+            core.drive(&waiter);
+            drop(waiter);
+            drop(core);
+            let _ = done.send(());
+        })
+        .map(|_| rx)
         .map_err(|e| Error::InvalidArgument(format!("could not start the queue's driver thread: {e}")))
 }

@@ -334,8 +334,12 @@ impl ExecutorBuilder {
     pub fn build(self) -> Result<Executor> {
         let backend = VulkanBackend::new(&self.device)?;
         let core = QueueCore::new(backend, self.options);
-        spawn_driver(&core, "vkasync-driver")?;
-        Ok(Executor { local: Local::new(core, Drive::Thread(self.device.clone())), device: self.device })
+        let driver_done = spawn_driver(&core, "vkasync-driver")?;
+        Ok(Executor {
+            local: Local::new(core, Drive::Thread(self.device.clone())),
+            device: self.device,
+            driver_done: Some(driver_done),
+        })
     }
 }
 
@@ -351,6 +355,8 @@ impl ExecutorBuilder {
 pub struct Executor {
     local: Rc<Local<VulkanBackend>>,
     device: Device,
+    /// Signalled when the driver thread has let go of the queue and the device.
+    driver_done: Option<std::sync::mpsc::Receiver<()>>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -443,5 +449,13 @@ impl Executor {
 impl Drop for Executor {
     fn drop(&mut self) {
         self.local.shutdown();
+        // The shutdown waited for the submitted work; the driver thread now only has to wake
+        // and let go. Wait for that (bounded), so that no thread of this executor still touches
+        // Vulkan after its drop: a process that exits right after dropping the executor would
+        // otherwise tear the driver's state down under that thread (a crash at exit, seen on
+        // lavapipe).
+        if let Some(rx) = self.driver_done.take() {
+            let _ = rx.recv_timeout(self::core::SHUTDOWN_BOUND);
+        }
     }
 }

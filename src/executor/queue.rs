@@ -133,7 +133,8 @@ impl QueueBuilder {
         let backend = VulkanBackend::new(&self.device)?;
         let options = Options { flush: FlushPolicy::GroupCommit, ..self.options };
         let core = QueueCore::new(backend, options);
-        spawn_driver(&core, "vkasync-queue")?;
+        // The queue does not wait for its driver thread: closing it is non-blocking (see `Drop`).
+        drop(spawn_driver(&core, "vkasync-queue")?);
         Ok(Queue { inner: Arc::new(Inner { core, device: self.device }) })
     }
 }
