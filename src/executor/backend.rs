@@ -130,7 +130,10 @@ impl Backend for VulkanBackend {
         // give their buffers and command buffers back before this one takes more.
         let completed = self.device.shared.completed_value().unwrap_or_else(|_| self.device.shared.cached_completed());
         self.retire(completed);
-        rec.encode_batches();
+        {
+            let _span = tracing::debug_span!("vkasync.encode_batches").entered();
+            rec.encode_batches();
+        }
         if rec.is_empty() {
             // Everything ran on the host: no GPU work to submit or wait for.
             rec.mark_nothing_to_submit();
@@ -138,9 +141,16 @@ impl Backend for VulkanBackend {
         }
         let pool = self.pool.as_mut().ok_or(crate::Error::DeviceLost)?;
         let cb = pool.begin(&self.device, completed)?;
-        let stats = rec.encode(cb);
+        let stats = {
+            let _span = tracing::debug_span!("vkasync.encode", ops = rec.ops.len()).entered();
+            rec.encode(cb)
+        };
         pool.end(&self.device, cb)?;
-        match self.device.submit(&[cb]) {
+        let submitted = {
+            let _span = tracing::debug_span!("vkasync.submit").entered();
+            self.device.submit(&[cb])
+        };
+        match submitted {
             Ok(value) => {
                 pool.release(cb, Some(value));
                 rec.mark_submitted(value);

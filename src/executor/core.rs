@@ -392,7 +392,10 @@ impl<B: Backend> QueueCore<B> {
         }
         bump(&self.counters.flushes, 1);
         let started = Instant::now();
-        let flushed = st.backend.flush();
+        let flushed = {
+            let _span = tracing::debug_span!("vkasync.flush", recorded = st.backend.pending_len()).entered();
+            st.backend.flush()
+        };
         bump(&self.counters.flush_ns, started.elapsed().as_nanos() as u64);
         match flushed {
             Ok(info) if !info.submitted => {
@@ -657,6 +660,7 @@ impl<B: Backend> QueueCore<B> {
 
     /// Spins on the counter for up to `budget`, then blocks until `target` or the timeout.
     fn wait_unlocked(&self, waiter: &B::Waiter, target: u64, budget: Duration, started: Instant) -> Result<bool> {
+        let _span = tracing::debug_span!("vkasync.wait", value = target, spin_us = budget.as_micros() as u64).entered();
         if !budget.is_zero() {
             loop {
                 match waiter.completed() {
