@@ -103,6 +103,30 @@ struct Run {
     stats: Option<Stats>,
 }
 
+/// One connection task's result: its sealed buffers, their tags, each record's latency.
+type TaskResult = (Vec<Vec<u8>>, Vec<[u8; 32]>, Vec<Duration>);
+
+impl Run {
+    /// A run of a GPU front from its tasks' results and its stats.
+    fn of_tasks(results: Vec<TaskResult>, wall: Duration, s: Stats) -> Result<Run, Error> {
+        let mut out = Vec::with_capacity(results.len());
+        let mut latencies = Vec::new();
+        for (bufs, tags, lat) in results {
+            out.push(bufs.into_iter().zip(tags).collect());
+            latencies.extend(lat);
+        }
+        Ok(Run {
+            out,
+            latencies,
+            wall,
+            submits: s.submits,
+            dispatches: s.dispatches,
+            host_waits: s.host_waits,
+            stats: Some(s),
+        })
+    }
+}
+
 fn run_cpu(conns: &[Conn], threads: usize) -> Run {
     let start = Instant::now();
     let per = conns.len().div_ceil(threads.max(1)).max(1);
@@ -239,23 +263,9 @@ fn run_executor(crypto: &Crypto, conns: &Arc<Vec<Conn>>, coalesced: bool, flush:
         v
     });
     let wall = start.elapsed();
-    let mut out = Vec::new();
-    let mut latencies = Vec::new();
-    for r in results {
-        let (bufs, tags, lat) = r.expect("a connection's task panicked")?;
-        out.push(bufs.into_iter().zip(tags).collect());
-        latencies.extend(lat);
-    }
-    let s = exec.stats();
-    Ok(Run {
-        out,
-        latencies,
-        wall,
-        submits: s.submits,
-        dispatches: s.dispatches,
-        host_waits: s.host_waits,
-        stats: Some(s),
-    })
+    let results: Result<Vec<_>, Error> =
+        results.into_iter().map(|r| r.expect("a connection's task panicked")).collect();
+    Run::of_tasks(results?, wall, exec.stats())
 }
 
 fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize) -> Result<Run, Error> {
@@ -289,24 +299,8 @@ fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize) -> Result<
         v
     });
     let wall = start.elapsed();
-    let mut out = Vec::new();
-    let mut latencies = Vec::new();
-    for r in results {
-        let (bufs, tags, lat) = r?;
-        out.push(bufs.into_iter().zip(tags).collect());
-        latencies.extend(lat);
-    }
-    let s = queue.stats();
     drop(rt);
-    Ok(Run {
-        out,
-        latencies,
-        wall,
-        submits: s.submits,
-        dispatches: s.dispatches,
-        host_waits: s.host_waits,
-        stats: Some(s),
-    })
+    Run::of_tasks(results.into_iter().collect::<Result<Vec<_>, Error>>()?, wall, queue.stats())
 }
 
 fn percentile(v: &mut [Duration], p: f64) -> Duration {

@@ -4,7 +4,6 @@
 
 mod common;
 
-use aes::cipher::{KeyIvInit, StreamCipher};
 use common::*;
 use hmac::Mac;
 use proptest::prelude::*;
@@ -13,17 +12,6 @@ use std::sync::Arc;
 use vkasync::batch::{BatchKind, Encoder};
 use vkasync::crypto::{Crypto, RecordKeys};
 use vkasync::{kernels, Arg, Buffer, CommandList, Error, Executor, Kernel, MemoryKind, Queue, Recorder};
-
-fn cpu_ctr(key: &[u8], iv: &[u8; 16], data: &[u8]) -> Vec<u8> {
-    let mut out = data.to_vec();
-    match key.len() {
-        16 => ctr::Ctr128BE::<aes::Aes128>::new(key.into(), iv.into()).apply_keystream(&mut out),
-        24 => ctr::Ctr128BE::<aes::Aes192>::new(key.into(), iv.into()).apply_keystream(&mut out),
-        32 => ctr::Ctr128BE::<aes::Aes256>::new(key.into(), iv.into()).apply_keystream(&mut out),
-        n => panic!("bad AES key length {n}"),
-    }
-    out
-}
 
 fn cpu_hmac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
     let mut m = hmac::Hmac::<sha2::Sha256>::new_from_slice(key).unwrap();

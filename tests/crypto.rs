@@ -6,7 +6,6 @@
 //! keeps this file well under a minute on lavapipe in debug mode.
 
 mod common;
-use aes::cipher::{KeyIvInit, StreamCipher};
 use common::*;
 use hmac::Mac;
 use proptest::prelude::*;
@@ -21,17 +20,6 @@ use vkasync::{kernels, BindingKind, Buffer, CommandList, Device, Error, Kernel, 
 // ---------------------------------------------------------------------- CPU references
 
 /// AES-CTR with a 128-bit big-endian counter (RustCrypto `Ctr128BE`).
-fn cpu_ctr(key: &[u8], iv: &[u8; 16], data: &[u8]) -> Vec<u8> {
-    let mut out = data.to_vec();
-    match key.len() {
-        16 => ctr::Ctr128BE::<aes::Aes128>::new(key.into(), iv.into()).apply_keystream(&mut out),
-        24 => ctr::Ctr128BE::<aes::Aes192>::new(key.into(), iv.into()).apply_keystream(&mut out),
-        32 => ctr::Ctr128BE::<aes::Aes256>::new(key.into(), iv.into()).apply_keystream(&mut out),
-        n => panic!("bad AES key length {n}"),
-    }
-    out
-}
-
 fn cpu_sha256(m: &[u8]) -> [u8; 32] {
     sha2::Sha256::digest(m).into()
 }

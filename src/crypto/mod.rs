@@ -557,7 +557,7 @@ impl Crypto {
             // Two pieces on the GPU while the host stages the next and reads the oldest.
             while in_flight.len() > 2 || (k + 1 == pieces && !in_flight.is_empty()) {
                 let (r, ticket, sync) = in_flight.pop_front().expect("not empty");
-                settle_on(sync, &ticket).await?;
+                settle_on(sync, || ticket.settled()).await?;
                 ticket.read_par(0, io.output(r))?;
             }
         }
@@ -688,24 +688,19 @@ impl Io<'_> {
     }
 }
 
-/// Awaits one captured wait, or less: returns as soon as the ticket is settled.
-async fn settle_on(mut sync: crate::executor::Synchronize, ticket: &Ticket) -> Result<()> {
-    std::future::poll_fn(|cx| match std::pin::Pin::new(&mut sync).poll(cx) {
-        std::task::Poll::Pending if ticket.settled() => std::task::Poll::Ready(Ok(())),
-        other => other,
-    })
-    .await
-}
-
-/// Awaits the context's work, or less: returns as soon as `settled()` says the caller's items
+/// Awaits one captured wait, or less: returns as soon as `settled()` says the caller's items
 /// need no GPU wait (computed on the host by the offload, or failed).
-async fn settle(ctx: &crate::Ctx, settled: impl Fn() -> bool) -> Result<()> {
-    let mut sync = ctx.synchronize();
+async fn settle_on(mut sync: crate::executor::Synchronize, settled: impl Fn() -> bool) -> Result<()> {
     std::future::poll_fn(|cx| match std::pin::Pin::new(&mut sync).poll(cx) {
         std::task::Poll::Pending if settled() => std::task::Poll::Ready(Ok(())),
         other => other,
     })
     .await
+}
+
+/// [`settle_on`] the context's work recorded so far.
+async fn settle(ctx: &crate::Ctx, settled: impl Fn() -> bool) -> Result<()> {
+    settle_on(ctx.synchronize(), settled).await
 }
 
 /// How many of the first `messages` go into one batch whose buffers hold at most `limit` bytes:

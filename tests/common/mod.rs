@@ -34,6 +34,20 @@ pub fn finish(device: Device) {
     assert_eq!((report.allocations, report.pooled_bytes), (0, 0), "allocator not empty: {report:?}");
 }
 
+/// AES-CTR (128/192/256-bit key, 128-bit big-endian counter from `iv`) on the CPU, with the
+/// RustCrypto crates.
+pub fn cpu_ctr(key: &[u8], iv: &[u8; 16], data: &[u8]) -> Vec<u8> {
+    use aes::cipher::{KeyIvInit, StreamCipher};
+    let mut out = data.to_vec();
+    match key.len() {
+        16 => ctr::Ctr128BE::<aes::Aes128>::new(key.into(), iv.into()).apply_keystream(&mut out),
+        24 => ctr::Ctr128BE::<aes::Aes192>::new(key.into(), iv.into()).apply_keystream(&mut out),
+        32 => ctr::Ctr128BE::<aes::Aes256>::new(key.into(), iv.into()).apply_keystream(&mut out),
+        n => panic!("bad AES key length {n}"),
+    }
+    out
+}
+
 /// The `mix` kernel on the CPU.
 pub fn mix_cpu(x: u32, k: u32) -> u32 {
     let mut x = x;
