@@ -62,8 +62,10 @@ static ALLOC: Counting = Counting;
 /// 50 µs before it blocks (instead of the default adaptive spin); `executor-group`, the
 /// executor with group commit (`FlushPolicy::GroupCommit`); `executor-nospin`, the executor
 /// without any spin (the default before the adaptive spin); `tokio`, T tasks `tokio::spawn`ed on a 16-worker runtime, each doing the same job
-/// through a `Queue`; `tokio-wN`, the same on N workers (only with `--modes`).
-const MODES: [&str; 13] = [
+/// through a `Queue`; `tokio-wN`, the same on N workers (only with `--modes`);
+/// `executor-traced`, the default executor writing a Chrome trace (to the temporary folder),
+/// and `executor-timed`, with per-task GPU time only (both only with `--modes`).
+const MODES: [&str; 15] = [
     "sequential",
     "executor",
     "executor-oldest",
@@ -77,6 +79,8 @@ const MODES: [&str; 13] = [
     "tokio-w2",
     "tokio-w4",
     "tokio-w8",
+    "executor-traced",
+    "executor-timed",
 ];
 
 /// Modes run when `--modes` is not given: all but the tokio worker sweep.
@@ -415,6 +419,8 @@ struct Rig {
     exec_spin: Executor,
     exec_group: Executor,
     exec_nospin: Executor,
+    exec_traced: Option<Executor>,
+    exec_timed: Option<Executor>,
     queue: Queue,
     /// Tokio runtimes by mode name (16 workers for `tokio`, N for `tokio-wN`).
     runtimes: Vec<(&'static str, tokio::runtime::Runtime)>,
@@ -432,6 +438,18 @@ impl Rig {
         let rig = Rig {
             exec_group: Executor::builder(&device).flush_policy(FlushPolicy::GroupCommit).build()?,
             exec_nospin: Executor::builder(&device).spin_before_wait(std::time::Duration::ZERO).build()?,
+            exec_traced: match modes.iter().any(|m| m == "executor-traced") {
+                true => Some(
+                    Executor::builder(&device)
+                        .trace(std::env::temp_dir().join(format!("bench_tasks-{}.json", std::process::id())))
+                        .build()?,
+                ),
+                false => None,
+            },
+            exec_timed: match modes.iter().any(|m| m == "executor-timed") {
+                true => Some(Executor::builder(&device).gpu_timing(true).build()?),
+                false => None,
+            },
             queue: Queue::new(&device)?,
             runtimes,
             exec_all: Executor::new(&device)?,
@@ -466,6 +484,24 @@ impl Rig {
             "executor-spin" => Some(run_executor(&self.exec_spin, mix, tasks, n, k, want, zeroed)?),
             "executor-group" => Some(run_executor(&self.exec_group, mix, tasks, n, k, want, zeroed)?),
             "executor-nospin" => Some(run_executor(&self.exec_nospin, mix, tasks, n, k, want, zeroed)?),
+            "executor-traced" => Some(run_executor(
+                self.exec_traced.as_ref().expect("made for the mode"),
+                mix,
+                tasks,
+                n,
+                k,
+                want,
+                zeroed,
+            )?),
+            "executor-timed" => Some(run_executor(
+                self.exec_timed.as_ref().expect("made for the mode"),
+                mix,
+                tasks,
+                n,
+                k,
+                want,
+                zeroed,
+            )?),
             t if t.starts_with("tokio") => {
                 let rt = &self.runtimes.iter().find(|(m, _)| *m == t).expect("runtime").1;
                 let want = std::sync::Arc::new((**want).clone());

@@ -110,6 +110,10 @@ pub(crate) struct Recording {
     /// Fresh buffers whose clear `encode` took (see "Clearing new buffers").
     cleared: Vec<Arc<RawBuffer>>,
     submitted: bool,
+    /// GPU timestamps around each command, when tracing or timing (see [`crate::trace`]).
+    pub(crate) spans: Option<crate::trace::GpuSpans>,
+    /// Which context recorded which ops (`start..end` of `ops`, in order), when timing.
+    pub(crate) owners: Vec<(u32, u32, Arc<crate::trace::TaskClock>)>,
 }
 
 /// An upload of `data` into `dst` at element `offset`: not empty, and inside the buffer.
@@ -235,6 +239,8 @@ impl Recording {
             completion: None,
             cleared: Vec::new(),
             submitted: false,
+            spans: None,
+            owners: Vec::new(),
         }
     }
 
@@ -291,6 +297,13 @@ impl Recording {
             c.store(value, Ordering::Release);
         }
         self.submitted = true;
+    }
+
+    /// The context that recorded op `i`, when timing.
+    fn owner(&self, i: usize) -> Option<&Arc<crate::trace::TaskClock>> {
+        let i = i as u32;
+        let at = self.owners.partition_point(|o| o.0 <= i);
+        self.owners[..at].last().filter(|o| i < o.1).map(|o| &o.2)
     }
 
     fn check_same_device(&self, b: &RawBuffer) -> Result<()> {
@@ -585,6 +598,10 @@ impl Recording {
         }
         let mut order: Vec<usize> = (0..self.ops.len()).collect();
         order.sort_by_key(|&i| phases[i]);
+        let mut spans = self.spans.take();
+        if let Some(sp) = &mut spans {
+            sp.stamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE);
+        }
         let barrier = |src_stage, src_access, dst_stage, dst_access| {
             let mb = [vk::MemoryBarrier::default().src_access_mask(src_access).dst_access_mask(dst_access)];
             // SAFETY: `cmd` is recording; the barrier has no handles.
@@ -626,6 +643,9 @@ impl Recording {
                 }
             }
             flush(run);
+            if let Some(sp) = &mut spans {
+                sp.command(cmd, crate::trace::GpuCommand { name: "clear".into(), owners: SmallVec::new() });
+            }
             if !self.ops.is_empty() {
                 barrier(
                     vk::PipelineStageFlags::TRANSFER,
@@ -641,6 +661,8 @@ impl Recording {
         let mut pushed: Option<(vk::PipelineLayout, &[u8])> = None;
         let mut copies: Vec<CopyGroup> = Vec::new();
         let mut copy_index: IdMap<(vk::Buffer, vk::Buffer), usize> = IdMap::default();
+        // With GPU spans: the ops (and their bytes) behind each merged copy.
+        let mut copy_ops: Vec<SmallVec<[(usize, u64); 1]>> = Vec::new();
         let mut at = 0;
         while at < order.len() {
             let phase = phases[order[at]];
@@ -651,6 +673,7 @@ impl Recording {
             }
             copies.clear();
             copy_index.clear();
+            copy_ops.clear();
             for &i in &order[at..end] {
                 match &self.ops[i] {
                     Op::Copy { src, dst, regions } => {
@@ -660,6 +683,12 @@ impl Recording {
                             copies.len() - 1
                         });
                         copies[slot].1.extend_from_slice(regions);
+                        if spans.is_some() {
+                            if copy_ops.len() <= slot {
+                                copy_ops.resize_with(slot + 1, SmallVec::new);
+                            }
+                            copy_ops[slot].push((i, regions.iter().map(|r| r.size).sum()));
+                        }
                     }
                     Op::Dispatch { kernel, groups, args, push } => {
                         if bound != Some(kernel.pipeline) {
@@ -710,6 +739,10 @@ impl Recording {
                             d.cmd_dispatch(cmd, groups[0], groups[1], groups[2]);
                         }
                         stats.dispatches += 1;
+                        if let Some(sp) = &mut spans {
+                            let owners = self.owner(i).map(|o| (o.clone(), 1)).into_iter().collect();
+                            sp.command(cmd, crate::trace::GpuCommand { name: kernel.name.clone().into(), owners });
+                        }
                     }
                     Op::Timestamp { pool, index } => {
                         // SAFETY: the pool is live (held by the op), was reset on the host, and
@@ -720,15 +753,27 @@ impl Recording {
                     }
                 }
             }
-            for ((src, dst), regions) in &copies {
+            for (slot, ((src, dst), regions)) in copies.iter().enumerate() {
                 // SAFETY: both buffers are live (the ops hold them); every region was checked
                 // against its buffer's range when recorded, and regions within one phase touch
                 // disjoint destination ranges (a conflict would have put them in later phases).
                 unsafe { d.cmd_copy_buffer(cmd, *src, *dst, regions) };
+                if let Some(sp) = &mut spans {
+                    let ops = copy_ops.get(slot).map_or(&[][..], |o| &o[..]);
+                    let bytes: u64 = regions.iter().map(|r| r.size).sum();
+                    let owners = ops.iter().filter_map(|&(i, b)| self.owner(i).map(|o| (o.clone(), b))).collect();
+                    let name = if regions.len() == 1 {
+                        format!("copy {bytes} B")
+                    } else {
+                        format!("copy {bytes} B ({} regions)", regions.len())
+                    };
+                    sp.command(cmd, crate::trace::GpuCommand { name: name.into(), owners });
+                }
             }
             at = end;
         }
         stats.phases = phases.iter().max().map_or(0, |p| *p as u64 + 1);
+        self.spans = spans;
         if self.host_read {
             barrier(SHADER_OR_TRANSFER, writes(), vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ);
             stats.barriers += 1;

@@ -193,6 +193,8 @@ pub(crate) struct DeviceShared {
     pub clear_align: u64,
     pub device: ash::Device,
     pub push_descriptor: ash::khr::push_descriptor::Device,
+    /// `VK_EXT_calibrated_timestamps`, when enabled (device and CLOCK_MONOTONIC domains).
+    pub calibrated: Option<ash::ext::calibrated_timestamps::Device>,
     pub queue_family: u32,
     queue: Mutex<vk::Queue>,
     pub timeline: vk::Semaphore,
@@ -262,6 +264,15 @@ impl Device {
         }
 
         let has_robustness2 = has(ash::ext::robustness2::NAME);
+        // Calibrated timestamps (for traces) where the device can pair its clock with
+        // CLOCK_MONOTONIC, the clock `Instant` reads on Linux.
+        let has_calibrated = cfg!(target_os = "linux") && has(ash::ext::calibrated_timestamps::NAME) && {
+            let ext = ash::ext::calibrated_timestamps::Instance::new(&inst.entry, instance);
+            // SAFETY: `physical` was enumerated from the live instance, which offers the
+            // extension's instance-level command (the device extension is present).
+            let domains = unsafe { ext.get_physical_device_calibrateable_time_domains(physical) }.unwrap_or_default();
+            domains.contains(&vk::TimeDomainEXT::DEVICE) && domains.contains(&vk::TimeDomainEXT::CLOCK_MONOTONIC)
+        };
 
         let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
         let mut robust2_props = vk::PhysicalDeviceRobustness2PropertiesEXT::default();
@@ -357,6 +368,9 @@ impl Device {
             .queue_create_infos(&queue_info)
             .enabled_features(&enabled)
             .push_next(&mut f12);
+        if has_calibrated {
+            ext_names.push(ash::ext::calibrated_timestamps::NAME.as_ptr());
+        }
         if robust == RobustAccess::Robustness2 {
             ext_names.push(ash::ext::robustness2::NAME.as_ptr());
             device_info = device_info.push_next(&mut robust2);
@@ -401,6 +415,7 @@ impl Device {
             }
         };
         let push_descriptor = ash::khr::push_descriptor::Device::new(instance, &device);
+        let calibrated = has_calibrated.then(|| ash::ext::calibrated_timestamps::Device::new(instance, &device));
         let limits = Limits { timestamps, ..limits };
         std::mem::forget(guard);
         log::info!(
@@ -416,6 +431,7 @@ impl Device {
                 clear_align,
                 device,
                 push_descriptor,
+                calibrated,
                 queue_family: family,
                 queue: Mutex::new(queue),
                 timeline,

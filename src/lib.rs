@@ -54,6 +54,7 @@ mod spirv_caps;
 mod spirv_val;
 mod staging;
 mod timestamps;
+pub mod trace;
 
 pub use buffer::{Buffer, MemoryKind};
 pub use commands::{CommandList, Readback, Recorder};

@@ -8,8 +8,10 @@
 use crate::commands::{CommandPool, Recording};
 use crate::device::Device;
 use crate::error::Result;
+use crate::trace::{ArgVal, GpuSpans, QueueTrace, TaskClock};
 use std::collections::VecDeque;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// What one flush produced.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +75,21 @@ pub(crate) trait Backend: Send + 'static {
     /// Waits up to `bound` for everything submitted, then releases it. If the GPU did not
     /// finish, what it may still use is leaked rather than freed under it.
     fn shutdown(&mut self, bound: Duration);
+    /// The queue's trace, if it is traced (see [`crate::trace`]).
+    fn trace(&self) -> Option<&Arc<QueueTrace>> {
+        None
+    }
+    /// Whether per-context GPU time is measured (then contexts call [`Backend::record_mark`]
+    /// and [`Backend::attribute`] around what they record).
+    fn timing(&self) -> bool {
+        false
+    }
+    /// Before a context records: a mark for [`Backend::attribute`].
+    fn record_mark(&mut self) -> usize {
+        0
+    }
+    /// The commands recorded since `mark` belong to the context of `clock`.
+    fn attribute(&mut self, _mark: usize, _clock: &Arc<TaskClock>) {}
 }
 
 /// One Vulkan queue of a [`Device`].
@@ -85,25 +102,60 @@ pub(crate) struct VulkanBackend {
     in_flight: VecDeque<(u64, Recording)>,
     /// Completed recordings not yet dropped: the core drops them after releasing its lock.
     retired: Vec<Recording>,
+    /// The trace, when on.
+    trace: Option<Arc<QueueTrace>>,
+    /// Per-context GPU time (on with a trace, or on its own).
+    timing: bool,
+    /// With a trace: when the recording epoch got its first command (trace clock, ns), and when
+    /// each in-flight submission was submitted (same order as `in_flight`).
+    epoch_start: Option<i64>,
+    submit_ns: VecDeque<i64>,
 }
 
 impl VulkanBackend {
-    pub fn new(device: &Device) -> Result<Self> {
+    /// A backend that traces (see [`crate::trace`]) or times contexts as `opts` (and
+    /// `VKASYNC_TRACE`) ask.
+    pub fn with_trace(device: &Device, opts: &crate::trace::TraceOptions) -> Result<Self> {
+        let trace = opts.open(device)?;
+        if opts.timing() && !device.limits().timestamps {
+            return Err(crate::Error::Unsupported {
+                device: device.info().name.clone(),
+                missing: "timestamps on the compute queue with hostQueryReset (for per-task GPU time)".into(),
+            });
+        }
         Ok(VulkanBackend {
             device: device.clone(),
             pool: Some(CommandPool::new(device)?),
             pending: Recording::new(device),
             in_flight: VecDeque::new(),
             retired: Vec::new(),
+            timing: opts.timing() || trace.is_some(),
+            trace,
+            epoch_start: None,
+            submit_ns: VecDeque::new(),
         })
     }
 
     /// Drops the recordings whose value was reached, oldest first.
     fn retire(&mut self, completed: u64) {
         while self.in_flight.front().is_some_and(|(v, _)| *v <= completed) {
-            if let Some((_, rec)) = self.in_flight.pop_front() {
+            if let Some((value, rec)) = self.in_flight.pop_front() {
+                self.finished(value, &rec);
                 self.retired.push(rec);
             }
+        }
+    }
+
+    /// A submission completed: its GPU spans and per-context times, and its `in flight` span.
+    fn finished(&mut self, value: u64, rec: &Recording) {
+        if !self.timing {
+            return;
+        }
+        if let Some(sp) = &rec.spans {
+            sp.finish(value, self.trace.as_deref());
+        }
+        if let (Some(t), Some(start)) = (&self.trace, self.submit_ns.pop_front()) {
+            t.async_span("in flight", "submission", start, smallvec::smallvec![("value", ArgVal::U(value))]);
         }
     }
 }
@@ -131,29 +183,53 @@ impl Backend for VulkanBackend {
         let completed = self.device.shared.completed_value().unwrap_or_else(|_| self.device.shared.cached_completed());
         self.retire(completed);
         {
+            let started = Instant::now();
             let _span = tracing::debug_span!("vkasync.encode_batches").entered();
             rec.encode_batches();
+            if let Some(t) = &self.trace {
+                t.span("encode_batches", "flush", started, smallvec::smallvec![]);
+            }
+        }
+        if let (Some(t), Some(start)) = (&self.trace, self.epoch_start.take()) {
+            t.async_span("recording", "epoch", start, smallvec::smallvec![("ops", ArgVal::U(rec.ops.len() as u64))]);
         }
         if rec.is_empty() {
             // Everything ran on the host: no GPU work to submit or wait for.
             rec.mark_nothing_to_submit();
             return Ok(FlushInfo { value: 0, submitted: false, ..FlushInfo::default() });
         }
+        if self.timing {
+            // A timestamp at the start, after each command (at most one per op) and after the
+            // clear.
+            rec.spans = Some(GpuSpans::new(&self.device, rec.ops.len() as u32 + 2)?);
+        }
         let pool = self.pool.as_mut().ok_or(crate::Error::DeviceLost)?;
         let cb = pool.begin(&self.device, completed)?;
+        let started = Instant::now();
         let stats = {
             let _span = tracing::debug_span!("vkasync.encode", ops = rec.ops.len()).entered();
             rec.encode(cb)
         };
         pool.end(&self.device, cb)?;
+        if let Some(t) = &self.trace {
+            t.span("encode", "flush", started, smallvec::smallvec![("ops", ArgVal::U(rec.ops.len() as u64))]);
+        }
+        let started = Instant::now();
+        let submit_ns = self.trace.as_ref().map(|t| t.now());
         let submitted = {
             let _span = tracing::debug_span!("vkasync.submit").entered();
             self.device.submit(&[cb])
         };
+        if let Some(t) = &self.trace {
+            t.span("submit", "flush", started, smallvec::smallvec![]);
+        }
         match submitted {
             Ok(value) => {
                 pool.release(cb, Some(value));
                 rec.mark_submitted(value);
+                if let Some(ns) = submit_ns {
+                    self.submit_ns.push_back(ns);
+                }
                 self.in_flight.push_back((value, rec));
                 Ok(FlushInfo {
                     value,
@@ -188,6 +264,7 @@ impl Backend for VulkanBackend {
 
     fn abandon(&mut self) {
         self.pending = Recording::new(&self.device);
+        self.submit_ns.clear();
         if !self.in_flight.is_empty() {
             log::error!(
                 "vkasync: device lost with {} submission(s) in flight; leaking their memory rather than freeing it under the driver",
@@ -201,11 +278,38 @@ impl Backend for VulkanBackend {
         }
     }
 
+    fn trace(&self) -> Option<&Arc<QueueTrace>> {
+        self.trace.as_ref()
+    }
+
+    fn timing(&self) -> bool {
+        self.timing
+    }
+
+    fn record_mark(&mut self) -> usize {
+        if self.epoch_start.is_none() {
+            if let Some(t) = &self.trace {
+                self.epoch_start = Some(t.now());
+            }
+        }
+        self.pending.ops.len()
+    }
+
+    fn attribute(&mut self, mark: usize, clock: &Arc<TaskClock>) {
+        let end = self.pending.ops.len();
+        if end > mark {
+            self.pending.owners.push((mark as u32, end as u32, clock.clone()));
+        }
+    }
+
     fn shutdown(&mut self, bound: Duration) {
         self.pending = Recording::new(&self.device);
         let last = self.in_flight.back().map_or(0, |(v, _)| *v);
         match self.device.shared.wait(last, Some(bound)) {
-            Ok(true) => self.in_flight.clear(),
+            Ok(true) => {
+                self.retire(last);
+                self.retired.clear();
+            }
             Err(_) => self.abandon(),
             Ok(false) => {
                 log::error!(

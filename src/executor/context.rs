@@ -136,7 +136,38 @@ impl Ctx {
     /// GPU. Resolves at once if it recorded nothing (or all of it is known complete).
     pub fn synchronize(&self) -> Synchronize {
         let batch = lock(&self.state.last).clone();
-        Synchronize { inner: SyncFuture::new(self.shared.clone(), batch) }
+        let ctx = if self.shared.trace.is_some() { self.state.clock().id } else { 0 };
+        Synchronize { inner: SyncFuture::new(self.shared.clone(), batch, ctx) }
+    }
+
+    /// The GPU time of the commands this context recorded, once their submissions completed
+    /// (await [`Ctx::synchronize`] first). Each command's time runs from the completion of the
+    /// command before it on the queue to its own (see [`crate::trace`]), so the times of all
+    /// contexts add up to the GPU's busy time; a copy that the flush merged with other
+    /// contexts' copies is shared by bytes; coalesced work ([`crate::batch`]) counts for no
+    /// context. `None` unless GPU timing is on ([`crate::ExecutorBuilder::gpu_timing`],
+    /// [`crate::QueueBuilder::gpu_timing`], or a trace).
+    ///
+    /// ```
+    /// use vkasync::{kernels, Buffer, Device, Executor, Kernel, MemoryKind};
+    /// let device = Device::new()?;
+    /// let exec = Executor::builder(&device).gpu_timing(true).build()?;
+    /// let mix = Kernel::new(&device, &kernels::MIX)?;
+    /// let (ctx, d) = (exec.context(), device.clone());
+    /// let t = exec.block_on(async move {
+    ///     let buf = Buffer::<u32>::new(&d, 1024, MemoryKind::Device)?;
+    ///     ctx.dispatch(&mix, [16, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[1024u32, 1]))?;
+    ///     ctx.synchronize().await?;
+    ///     Ok::<_, vkasync::Error>(ctx.gpu_time())
+    /// })?;
+    /// assert!(t.is_some());
+    /// # Ok::<(), vkasync::Error>(())
+    /// ```
+    pub fn gpu_time(&self) -> Option<std::time::Duration> {
+        if !self.shared.timing {
+            return None;
+        }
+        Some(std::time::Duration::from_nanos(self.state.clock().gpu_ns.load(std::sync::atomic::Ordering::Relaxed)))
     }
 
     /// Allocates a buffer under the queue's memory bound

@@ -11,6 +11,7 @@ use super::budget::MemoryBudget;
 use super::waiters::{Key, Waiters};
 use super::{FlushPolicy, Stats, WaitPolicy};
 use crate::error::{Error, Result};
+use crate::trace::{ArgVal, QueueTrace, TaskClock};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -233,11 +234,19 @@ pub(crate) struct QueueCore<B> {
     /// flushing and the first wait (a spin) are its job and the driver stays out of the way;
     /// when it parks or returns, the driver takes over (group commit, waits).
     parked: AtomicBool,
+    /// The queue's trace, when on (see [`crate::trace`]).
+    pub trace: Option<Arc<QueueTrace>>,
+    /// Per-context GPU time is measured.
+    pub timing: bool,
 }
 
 impl<B: Backend> QueueCore<B> {
     pub fn new(backend: B, options: Options) -> Arc<Self> {
+        let trace = backend.trace().cloned();
+        let timing = backend.timing();
         Arc::new(QueueCore {
+            trace,
+            timing,
             state: Mutex::new(State {
                 backend,
                 batch: Batch::recording(),
@@ -334,7 +343,14 @@ impl<B: Backend> QueueCore<B> {
         let r = {
             let mut st = self.lock();
             let before = st.backend.recorded_count();
-            let r = f(&mut st.backend)?;
+            let r = if self.timing {
+                let mark = st.backend.record_mark();
+                let r = f(&mut st.backend)?;
+                st.backend.attribute(mark, state.clock());
+                r
+            } else {
+                f(&mut st.backend)?
+            };
             if st.backend.recorded_count() != before {
                 *lock(&state.last) = Some(st.batch.clone());
             }
@@ -397,6 +413,15 @@ impl<B: Backend> QueueCore<B> {
             st.backend.flush()
         };
         bump(&self.counters.flush_ns, started.elapsed().as_nanos() as u64);
+        if let Some(t) = &self.trace {
+            let value = flushed.as_ref().map_or(0, |i| i.value);
+            t.span(
+                "flush",
+                "flush",
+                started,
+                smallvec::smallvec![("value", ArgVal::U(value)), ("waiters", ArgVal::U(keys.len() as u64))],
+            );
+        }
         match flushed {
             Ok(info) if !info.submitted => {
                 // Nothing for the GPU (batches done on the host): the epoch is complete.
@@ -560,6 +585,14 @@ impl<B: Backend> QueueCore<B> {
         };
         let took = started.elapsed();
         bump(&self.counters.spin_ns, took.as_nanos() as u64);
+        if let Some(t) = &self.trace {
+            t.span(
+                "spin",
+                "wait",
+                started,
+                smallvec::smallvec![("value", ArgVal::U(target)), ("reached", ArgVal::U(reached.is_some() as u64))],
+            );
+        }
         let mut wakers = Vec::new();
         let Some(c) = reached else {
             // Not done within the spin: the executor parks and the driver blocks for it.
@@ -660,6 +693,14 @@ impl<B: Backend> QueueCore<B> {
 
     /// Spins on the counter for up to `budget`, then blocks until `target` or the timeout.
     fn wait_unlocked(&self, waiter: &B::Waiter, target: u64, budget: Duration, started: Instant) -> Result<bool> {
+        let r = self.wait_unlocked_inner(waiter, target, budget, started);
+        if let Some(t) = &self.trace {
+            t.span("wait", "wait", started, smallvec::smallvec![("value", ArgVal::U(target))]);
+        }
+        r
+    }
+
+    fn wait_unlocked_inner(&self, waiter: &B::Waiter, target: u64, budget: Duration, started: Instant) -> Result<bool> {
         let _span = tracing::debug_span!("vkasync.wait", value = target, spin_us = budget.as_micros() as u64).entered();
         if !budget.is_zero() {
             loop {
@@ -752,10 +793,18 @@ fn fire_upto<B>(st: &mut State<B>, upto: u64, outcome: Result<(), Error>, wakers
     }
 }
 
-/// Per-context state: the last epoch this context recorded into.
+/// Per-context state: the last epoch this context recorded into, and its GPU clock (made when
+/// first needed: with timing on).
 #[derive(Default)]
 pub(crate) struct ContextState {
     pub last: Mutex<Option<Arc<Batch>>>,
+    pub clock: std::sync::OnceLock<Arc<TaskClock>>,
+}
+
+impl ContextState {
+    pub fn clock(&self) -> &Arc<TaskClock> {
+        self.clock.get_or_init(TaskClock::new)
+    }
 }
 
 /// Resolves when the work of one epoch (as captured at creation) has completed.
@@ -764,11 +813,28 @@ pub(crate) struct SyncFuture<B: Backend> {
     batch: Option<Arc<Batch>>,
     key: Option<Key>,
     counted: bool,
+    /// With a trace: the context's id, and when the wait found its work unfinished.
+    ctx: u64,
+    since: Option<i64>,
 }
 
 impl<B: Backend> SyncFuture<B> {
-    pub fn new(core: Arc<QueueCore<B>>, batch: Option<Arc<Batch>>) -> Self {
-        SyncFuture { core, batch, key: None, counted: false }
+    pub fn new(core: Arc<QueueCore<B>>, batch: Option<Arc<Batch>>, ctx: u64) -> Self {
+        SyncFuture { core, batch, key: None, counted: false, ctx, since: None }
+    }
+
+    /// The `await` span of a wait that had to wait, once it is over.
+    fn traced(&mut self, out: Result<()>) -> Poll<Result<()>> {
+        if let (Some(t), Some(since)) = (&self.core.trace, self.since.take()) {
+            let mut args: smallvec::SmallVec<[(&'static str, ArgVal); 3]> =
+                smallvec::smallvec![("ctx", ArgVal::U(self.ctx)), ("ok", ArgVal::U(out.is_ok() as u64))];
+            let task = crate::trace::current_task();
+            if task != 0 {
+                args.push(("task", ArgVal::U(task)));
+            }
+            t.async_span("await", "await", since, args);
+        }
+        Poll::Ready(out)
     }
 }
 
@@ -788,16 +854,26 @@ impl<B: Backend> Future for SyncFuture<B> {
                 Some(outcome) => {
                     st.waiters.remove(key);
                     this.key = None;
-                    outcome?;
+                    if let Err(e) = outcome {
+                        drop(st);
+                        return this.traced(Err(e));
+                    }
                 }
             }
         }
         let Some(batch) = &this.batch else {
-            return Poll::Ready(Ok(()));
+            drop(st);
+            return this.traced(Ok(()));
         };
         let value = match batch.status() {
-            BatchStatus::Failed(e) => return Poll::Ready(Err(e)),
-            BatchStatus::Submitted(v) if v <= st.completed => return Poll::Ready(Ok(())),
+            BatchStatus::Failed(e) => {
+                drop(st);
+                return this.traced(Err(e));
+            }
+            BatchStatus::Submitted(v) if v <= st.completed => {
+                drop(st);
+                return this.traced(Ok(()));
+            }
             BatchStatus::Submitted(v) => Some(v),
             BatchStatus::Recording => None,
         };
@@ -811,6 +887,9 @@ impl<B: Backend> Future for SyncFuture<B> {
         if !this.counted {
             this.counted = true;
             bump(&core.counters.await_points, 1);
+            if let Some(t) = &core.trace {
+                this.since = Some(t.now());
+            }
         }
         let key = st.waiters.insert(cx.waker().clone());
         this.key = Some(key);

@@ -104,9 +104,14 @@ impl<B: Backend> Local<B> {
             }
         };
         let guard = TaskGuard { local: Rc::downgrade(self), id };
+        let trace = self.core.trace.clone().map(|t| {
+            let task = crate::trace::next_id();
+            t.instant("spawn", smallvec::smallvec![("task", crate::trace::ArgVal::U(task))]);
+            (t, task)
+        });
         let wrapped = async move {
             let _guard = guard;
-            CatchTask::new(abortable).await
+            Traced { inner: CatchTask::new(abortable), trace }.await
         };
         bump(&self.core.counters.tasks_spawned, 1);
         self.tasks_alive.set(self.tasks_alive.get() + 1);
@@ -245,6 +250,38 @@ impl<B: Backend> Drop for TaskGuard<B> {
                 }
             }
         }
+    }
+}
+
+/// With a trace, each poll of a task is a `poll` span, and awaits inside it know the task's id.
+struct Traced<F> {
+    inner: F,
+    trace: Option<(Arc<crate::trace::QueueTrace>, u64)>,
+}
+
+impl<F: Future> Future for Traced<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: `inner` is structurally pinned: never moved out of `self`; `trace` is not
+        // pinned (only read).
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: as above.
+        let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
+        let Some((t, task)) = &this.trace else { return inner.poll(cx) };
+        let started = std::time::Instant::now();
+        let _scope = crate::trace::TaskScope::enter(*task);
+        let out = inner.poll(cx);
+        t.span(
+            "poll",
+            "task",
+            started,
+            smallvec::smallvec![
+                ("task", crate::trace::ArgVal::U(*task)),
+                ("ready", crate::trace::ArgVal::U(out.is_ready() as u64))
+            ],
+        );
+        out
     }
 }
 

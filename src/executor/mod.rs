@@ -297,6 +297,32 @@ macro_rules! shared_setters {
             self.options.adaptive = true;
             self
         }
+
+        /// Writes a trace of this queue's run to `path` (Chrome trace-event JSON, for Perfetto
+        /// or `chrome://tracing`) when it is dropped: host threads, flushes, waits, awaits and
+        /// the GPU's commands on its own tracks (see [`trace`](crate::trace)). Without it,
+        /// `VKASYNC_TRACE=path` traces every queue of the process into one file. Building
+        /// fails with [`Error::Unsupported`](crate::Error::Unsupported) where the queue cannot
+        /// write timestamps.
+        pub fn trace(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+            self.trace.path = Some(path.into());
+            self
+        }
+
+        /// How a trace maps GPU time to host time (default
+        /// [`TraceClock::Auto`](crate::trace::TraceClock::Auto)).
+        pub fn trace_clock(mut self, clock: crate::trace::TraceClock) -> Self {
+            self.trace.clock = clock;
+            self
+        }
+
+        /// Measures each context's GPU time ([`Ctx::gpu_time`](crate::Ctx::gpu_time)) with
+        /// timestamps around every command, without writing a trace (a trace turns it on
+        /// too). Default: off.
+        pub fn gpu_timing(mut self, on: bool) -> Self {
+            self.trace.gpu_timing = on;
+            self
+        }
     };
 }
 pub(crate) use shared_setters;
@@ -319,6 +345,7 @@ pub(crate) fn default_options() -> Options {
 pub struct ExecutorBuilder {
     device: Device,
     options: Options,
+    trace: crate::trace::TraceOptions,
 }
 
 impl ExecutorBuilder {
@@ -332,7 +359,7 @@ impl ExecutorBuilder {
 
     /// Creates the executor.
     pub fn build(self) -> Result<Executor> {
-        let backend = VulkanBackend::new(&self.device)?;
+        let backend = VulkanBackend::with_trace(&self.device, &self.trace)?;
         let core = QueueCore::new(backend, self.options);
         let driver_done = spawn_driver(&core, "vkasync-driver")?;
         Ok(Executor {
@@ -373,7 +400,7 @@ impl Executor {
 
     /// A builder for the options.
     pub fn builder(device: &Device) -> ExecutorBuilder {
-        ExecutorBuilder { device: device.clone(), options: default_options() }
+        ExecutorBuilder { device: device.clone(), options: default_options(), trace: Default::default() }
     }
 
     /// The device.

@@ -82,7 +82,7 @@ impl Queue {
 
     /// A builder for the options.
     pub fn builder(device: &Device) -> QueueBuilder {
-        QueueBuilder { device: device.clone(), options: default_options() }
+        QueueBuilder { device: device.clone(), options: default_options(), trace: Default::default() }
     }
 
     /// A new context for one job (each job should have its own; clones share its state).
@@ -123,6 +123,7 @@ impl Queue {
 pub struct QueueBuilder {
     device: Device,
     options: Options,
+    trace: crate::trace::TraceOptions,
 }
 
 impl QueueBuilder {
@@ -130,7 +131,7 @@ impl QueueBuilder {
 
     /// Creates the queue and starts its driver thread.
     pub fn build(self) -> Result<Queue> {
-        let backend = VulkanBackend::new(&self.device)?;
+        let backend = VulkanBackend::with_trace(&self.device, &self.trace)?;
         let options = Options { flush: FlushPolicy::GroupCommit, ..self.options };
         let core = QueueCore::new(backend, options);
         // The queue does not wait for its driver thread: closing it is non-blocking (see `Drop`).

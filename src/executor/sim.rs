@@ -191,7 +191,7 @@ impl SimCtx {
         op
     }
     fn synchronize(&self) -> SyncFuture<SimBackend> {
-        SyncFuture::new(self.core.clone(), lock(&self.state.last).clone())
+        SyncFuture::new(self.core.clone(), lock(&self.state.last).clone(), 0)
     }
     fn fork(&self) -> SimCtx {
         SimCtx {

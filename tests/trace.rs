@@ -1,0 +1,266 @@
+//! The Chrome trace (`ExecutorBuilder::trace`, `QueueBuilder::trace`) and per-context GPU time,
+//! on the real device: the JSON's structure, the tracks, and that every GPU span lies inside
+//! its submission's host span to within the calibration's error.
+
+mod common;
+
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use vkasync::trace::TraceClock;
+use vkasync::{kernels, Buffer, Ctx, Error, Executor, Kernel, MemoryKind, Queue};
+
+fn tmp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("vkasync-trace-{}-{name}.json", std::process::id()))
+}
+
+async fn job(ctx: Ctx, mix: Kernel, seed: u32, n: usize) -> Result<(), Error> {
+    let data: Vec<u32> = (0..n as u32).map(|i| i ^ seed).collect();
+    let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
+    ctx.upload(&buf, &data)?;
+    ctx.dispatch(&mix, [n.div_ceil(64) as u32, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 2]))?;
+    let copy = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
+    ctx.copy(&buf, &copy)?;
+    let out = ctx.read(&copy).await?;
+    for (i, v) in out.iter().enumerate() {
+        assert_eq!(*v, common::mix_cpu(data[i], 2));
+    }
+    Ok(())
+}
+
+struct Span {
+    name: String,
+    ts: f64,
+    end: f64,
+    args: Value,
+}
+
+/// Parses the file and checks what every event must have; returns the events.
+fn load(path: &PathBuf) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).expect("the trace file was written");
+    let v: Value = serde_json::from_str(&text).expect("the trace is JSON");
+    let events = v["traceEvents"].as_array().expect("a traceEvents array").clone();
+    let mut open: HashMap<(String, String), f64> = HashMap::new();
+    for e in &events {
+        let ph = e["ph"].as_str().expect("ph");
+        assert!(e["name"].is_string() && e["pid"].is_u64() && e["tid"].is_u64(), "{e}");
+        match ph {
+            "M" => assert!(e["args"]["name"].is_string(), "{e}"),
+            "X" => {
+                assert!(e["ts"].is_f64() || e["ts"].is_u64() || e["ts"].is_i64(), "{e}");
+                assert!(e["dur"].as_f64().expect("dur") >= 0.0, "{e}");
+            }
+            "i" => assert!(e["ts"].is_number(), "{e}"),
+            "b" => {
+                let key = (e["cat"].as_str().unwrap().to_string(), e["id"].as_str().expect("id").to_string());
+                assert!(open.insert(key, e["ts"].as_f64().unwrap()).is_none(), "id reused while open: {e}");
+            }
+            "e" => {
+                let key = (e["cat"].as_str().unwrap().to_string(), e["id"].as_str().expect("id").to_string());
+                let start = open.remove(&key).expect("an end without a begin");
+                assert!(e["ts"].as_f64().unwrap() >= start, "{e}");
+            }
+            other => panic!("unexpected phase {other}"),
+        }
+    }
+    assert!(open.is_empty(), "async spans left open: {open:?}");
+    events
+}
+
+fn spans(events: &[Value], pid: u64, cat: &str) -> Vec<Span> {
+    events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["pid"] == pid && e["cat"] == cat)
+        .map(|e| {
+            let ts = e["ts"].as_f64().unwrap();
+            Span {
+                name: e["name"].as_str().unwrap().into(),
+                ts,
+                end: ts + e["dur"].as_f64().unwrap(),
+                args: e["args"].clone(),
+            }
+        })
+        .collect()
+}
+
+/// Async spans of category `cat`: (start, end, args of the begin).
+fn async_spans(events: &[Value], cat: &str) -> Vec<(f64, f64, Value)> {
+    let mut begins: HashMap<String, (f64, Value)> = HashMap::new();
+    let mut out = Vec::new();
+    for e in events.iter().filter(|e| e["cat"] == cat) {
+        let id = e["id"].as_str().unwrap().to_string();
+        match e["ph"].as_str().unwrap() {
+            "b" => {
+                begins.insert(id, (e["ts"].as_f64().unwrap(), e["args"].clone()));
+            }
+            "e" => {
+                let (s, a) = begins.remove(&id).unwrap();
+                out.push((s, e["ts"].as_f64().unwrap(), a));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Every GPU command lies in its GPU submission span, and every GPU submission lies inside
+/// its host `in flight` span (submit call to completion seen) within the calibration error.
+fn check_gpu_inside_host(events: &[Value]) -> usize {
+    let gpu = spans(events, 2, "gpu");
+    let flights: HashMap<u64, (f64, f64)> =
+        async_spans(events, "submission").into_iter().map(|(s, e, a)| (a["value"].as_u64().unwrap(), (s, e))).collect();
+    let subs: HashMap<u64, &Span> = gpu
+        .iter()
+        .filter(|s| s.name.starts_with("submission"))
+        .map(|s| (s.args["value"].as_u64().unwrap(), s))
+        .collect();
+    assert!(!subs.is_empty(), "no GPU submission spans");
+    for s in &gpu {
+        let value = s.args["value"].as_u64().unwrap();
+        let err = s.args["calibration_error_us"].as_f64().unwrap();
+        assert!((0.0..50_000.0).contains(&err), "calibration error {err} µs");
+        let (h0, h1) = flights[&value];
+        // Timestamps are rounded to whole nanoseconds in the file.
+        let slack = err + 0.002;
+        assert!(
+            s.ts >= h0 - slack && s.end <= h1 + slack,
+            "{} [{}, {}] outside its host span [{h0}, {h1}] ± {err} µs",
+            s.name,
+            s.ts,
+            s.end
+        );
+        let sub = subs[&value];
+        assert!(s.ts >= sub.ts - 0.002 && s.end <= sub.end + 0.002, "{} outside its submission", s.name);
+    }
+    gpu.len()
+}
+
+fn run_traced(clock: TraceClock, name: &str) -> Vec<Value> {
+    let device = common::device();
+    let path = tmp(name);
+    let mix = Kernel::new(&device, &kernels::MIX).unwrap();
+    const TASKS: usize = 24;
+    {
+        let exec = Executor::builder(&device).trace(&path).trace_clock(clock).build().unwrap();
+        let handles: Vec<_> =
+            (0..TASKS).map(|i| exec.spawn(job(exec.context(), mix.clone(), i as u32, 256 + 64 * i))).collect();
+        exec.run();
+        for h in handles {
+            h.join().unwrap().unwrap();
+        }
+    }
+    let events = load(&path);
+    let _ = std::fs::remove_file(&path);
+    // Host tracks: spawns, polls with task ids, flushes with their parts, waits or spins.
+    let host = |cat| spans(&events, 1, cat);
+    let spawns = events.iter().filter(|e| e["ph"] == "i" && e["name"] == "spawn").count();
+    assert_eq!(spawns, TASKS);
+    let polls = host("task");
+    assert!(polls.len() >= TASKS * 2, "{} polls", polls.len());
+    let task_ids: std::collections::HashSet<u64> = polls.iter().map(|p| p.args["task"].as_u64().unwrap()).collect();
+    assert_eq!(task_ids.len(), TASKS);
+    let flush = host("flush");
+    for part in ["flush", "encode", "submit", "encode_batches"] {
+        assert!(flush.iter().any(|s| s.name == part), "no {part} span");
+    }
+    assert!(!host("wait").is_empty(), "no wait or spin span");
+    // Awaits, one per task that had to wait, each with its task.
+    let awaits = async_spans(&events, "await");
+    assert!(!awaits.is_empty() && awaits.len() <= TASKS);
+    assert!(awaits.iter().all(|(_, _, a)| task_ids.contains(&a["task"].as_u64().unwrap())));
+    assert!(!async_spans(&events, "epoch").is_empty());
+    // Threads and the queue are named.
+    let named =
+        |pid: u64| events.iter().filter(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == pid).count();
+    assert!(named(1) >= 1 && named(2) == 1);
+    // GPU: every dispatch and the copies.
+    let gpu = spans(&events, 2, "gpu");
+    assert_eq!(gpu.iter().filter(|s| s.name == "mix").count(), TASKS);
+    assert!(gpu.iter().any(|s| s.name.starts_with("copy")));
+    check_gpu_inside_host(&events);
+    common::finish(device);
+    events
+}
+
+#[test]
+fn executor_trace_calibrated_or_measured() {
+    run_traced(TraceClock::Auto, "auto");
+}
+
+#[test]
+fn executor_trace_with_a_measured_offset() {
+    let events = run_traced(TraceClock::Measured, "measured");
+    let queue = events.iter().find(|e| e["ph"] == "M" && e["pid"] == 2 && e["name"] == "thread_name").unwrap();
+    assert!(queue["args"]["name"].as_str().unwrap().contains("measured clock"), "{queue}");
+}
+
+#[test]
+fn queue_trace_from_threads() {
+    let device = common::device();
+    let path = tmp("queue");
+    let mix = Kernel::new(&device, &kernels::MIX).unwrap();
+    {
+        let queue = Queue::builder(&device).trace(&path).build().unwrap();
+        let threads: Vec<_> = (0..4u32)
+            .map(|t| {
+                let (queue, mix) = (queue.clone(), mix.clone());
+                std::thread::spawn(move || {
+                    for r in 0..5 {
+                        futures::executor::block_on(job(queue.context(), mix.clone(), t * 10 + r, 512)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    }
+    // The queue closes without blocking: its driver writes the trace as it ends.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let events = loop {
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            if serde_json::from_str::<Value>(&text).is_ok() {
+                break load(&path);
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "no trace written");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(spans(&events, 2, "gpu").iter().filter(|s| s.name == "mix").count(), 20);
+    assert!(async_spans(&events, "await").iter().all(|(_, _, a)| a["ctx"].as_u64().unwrap() > 0));
+    check_gpu_inside_host(&events);
+    common::finish(device);
+}
+
+#[test]
+fn per_context_gpu_time() {
+    let device = common::device();
+    let mix = Kernel::new(&device, &kernels::MIX).unwrap();
+    // Off: no time.
+    let plain = Executor::new(&device).unwrap();
+    assert_eq!(plain.context().gpu_time(), None);
+    drop(plain);
+
+    let exec = Executor::builder(&device).gpu_timing(true).build().unwrap();
+    let idle = exec.context();
+    let small = exec.context();
+    let big = exec.context();
+    let (s, b, m) = (small.clone(), big.clone(), mix.clone());
+    exec.block_on(async move {
+        let sbuf = Buffer::<u32>::new(s.device(), 64, MemoryKind::Device)?;
+        let bbuf = Buffer::<u32>::new(b.device(), 1 << 20, MemoryKind::Device)?;
+        s.dispatch(&m, [1, 1, 1], &[(&sbuf).into()], bytemuck::bytes_of(&[64u32, 1]))?;
+        // Many rounds of mix over 4 MiB: far more GPU work than the small job.
+        b.dispatch(&m, [(1 << 20) / 64, 1, 1], &[(&bbuf).into()], bytemuck::bytes_of(&[1u32 << 20, 64]))?;
+        s.synchronize().await?;
+        b.synchronize().await
+    })
+    .unwrap();
+    assert_eq!(idle.gpu_time(), Some(std::time::Duration::ZERO));
+    let (ts, tb) = (small.gpu_time().unwrap(), big.gpu_time().unwrap());
+    assert!(tb > std::time::Duration::ZERO, "{tb:?}");
+    assert!(tb > ts, "the big job's GPU time {tb:?} is not above the small one's {ts:?}");
+    drop(exec);
+    common::finish(device);
+}
