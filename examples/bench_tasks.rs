@@ -63,9 +63,10 @@ static ALLOC: Counting = Counting;
 /// executor with group commit (`FlushPolicy::GroupCommit`); `executor-nospin`, the executor
 /// without any spin (the default before the adaptive spin); `tokio`, T tasks `tokio::spawn`ed on a 16-worker runtime, each doing the same job
 /// through a `Queue`; `tokio-wN`, the same on N workers (only with `--modes`);
-/// `executor-traced`, the default executor writing a Chrome trace (to the temporary folder),
-/// and `executor-timed`, with per-task GPU time only (both only with `--modes`).
-const MODES: [&str; 15] = [
+/// `executor-traced`, the default executor writing a Chrome trace (to the temporary folder;
+/// timestamps per phase), `executor-traced-cmds`, the same with a timestamp per command, and
+/// `executor-timed`, with per-task GPU time only (these three only with `--modes`).
+const MODES: [&str; 16] = [
     "sequential",
     "executor",
     "executor-oldest",
@@ -81,6 +82,7 @@ const MODES: [&str; 15] = [
     "tokio-w8",
     "executor-traced",
     "executor-timed",
+    "executor-traced-cmds",
 ];
 
 /// Modes run when `--modes` is not given: all but the tokio worker sweep.
@@ -421,6 +423,7 @@ struct Rig {
     exec_nospin: Executor,
     exec_traced: Option<Executor>,
     exec_timed: Option<Executor>,
+    exec_traced_cmds: Option<Executor>,
     queue: Queue,
     /// Tokio runtimes by mode name (16 workers for `tokio`, N for `tokio-wN`).
     runtimes: Vec<(&'static str, tokio::runtime::Runtime)>,
@@ -442,6 +445,15 @@ impl Rig {
                 true => Some(
                     Executor::builder(&device)
                         .trace(std::env::temp_dir().join(format!("bench_tasks-{}.json", std::process::id())))
+                        .build()?,
+                ),
+                false => None,
+            },
+            exec_traced_cmds: match modes.iter().any(|m| m == "executor-traced-cmds") {
+                true => Some(
+                    Executor::builder(&device)
+                        .trace(std::env::temp_dir().join(format!("bench_tasks-cmds-{}.json", std::process::id())))
+                        .trace_detail(vkasync::trace::TraceDetail::Commands)
                         .build()?,
                 ),
                 false => None,
@@ -486,6 +498,15 @@ impl Rig {
             "executor-nospin" => Some(run_executor(&self.exec_nospin, mix, tasks, n, k, want, zeroed)?),
             "executor-traced" => Some(run_executor(
                 self.exec_traced.as_ref().expect("made for the mode"),
+                mix,
+                tasks,
+                n,
+                k,
+                want,
+                zeroed,
+            )?),
+            "executor-traced-cmds" => Some(run_executor(
+                self.exec_traced_cmds.as_ref().expect("made for the mode"),
                 mix,
                 tasks,
                 n,

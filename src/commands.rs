@@ -600,7 +600,7 @@ impl Recording {
         order.sort_by_key(|&i| phases[i]);
         let mut spans = self.spans.take();
         if let Some(sp) = &mut spans {
-            sp.stamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE);
+            sp.start(cmd);
         }
         let barrier = |src_stage, src_access, dst_stage, dst_access| {
             let mb = [vk::MemoryBarrier::default().src_access_mask(src_access).dst_access_mask(dst_access)];
@@ -644,7 +644,11 @@ impl Recording {
             }
             flush(run);
             if let Some(sp) = &mut spans {
-                sp.command(cmd, crate::trace::GpuCommand { name: "clear".into(), owners: SmallVec::new() });
+                sp.command(
+                    cmd,
+                    crate::trace::GpuCommand { what: crate::trace::Command::Clear, owners: SmallVec::new() },
+                );
+                sp.end_group(cmd);
             }
             if !self.ops.is_empty() {
                 barrier(
@@ -741,7 +745,8 @@ impl Recording {
                         stats.dispatches += 1;
                         if let Some(sp) = &mut spans {
                             let owners = self.owner(i).map(|o| (o.clone(), 1)).into_iter().collect();
-                            sp.command(cmd, crate::trace::GpuCommand { name: kernel.name.clone().into(), owners });
+                            let what = crate::trace::Command::Dispatch(kernel.clone(), *groups);
+                            sp.command(cmd, crate::trace::GpuCommand { what, owners });
                         }
                     }
                     Op::Timestamp { pool, index } => {
@@ -762,13 +767,12 @@ impl Recording {
                     let ops = copy_ops.get(slot).map_or(&[][..], |o| &o[..]);
                     let bytes: u64 = regions.iter().map(|r| r.size).sum();
                     let owners = ops.iter().filter_map(|&(i, b)| self.owner(i).map(|o| (o.clone(), b))).collect();
-                    let name = if regions.len() == 1 {
-                        format!("copy {bytes} B")
-                    } else {
-                        format!("copy {bytes} B ({} regions)", regions.len())
-                    };
-                    sp.command(cmd, crate::trace::GpuCommand { name: name.into(), owners });
+                    let what = crate::trace::Command::Copy(bytes, regions.len() as u32);
+                    sp.command(cmd, crate::trace::GpuCommand { what, owners });
                 }
+            }
+            if let Some(sp) = &mut spans {
+                sp.end_group(cmd);
             }
             at = end;
         }

@@ -8,6 +8,15 @@
 //! traced executor or queue is dropped, with everything traced so far. Off, tracing costs one
 //! branch per traced point.
 //!
+//! ```no_run
+//! use vkasync::{Device, Executor};
+//! let device = Device::new()?;
+//! let exec = Executor::builder(&device).trace("run.json").build()?;
+//! // ... spawn and run tasks ...
+//! drop(exec); // writes run.json: open it in ui.perfetto.dev
+//! # Ok::<(), vkasync::Error>(())
+//! ```
+//!
 //! # What a trace holds
 //! - **Host threads** (process "vkasync host", one track per thread, named after the thread):
 //!   every poll of a native task (`poll`, with the task's id), each flush (`flush`, with
@@ -19,37 +28,50 @@
 //!   id, and the native task's); `recording` from an epoch's first command to its flush;
 //!   `in flight` from just before `vkQueueSubmit` to when the host saw the timeline value.
 //! - **The GPU** (process "vkasync GPU", one track per queue): each submission as a span, and
-//!   inside it one span per command the GPU ran: every dispatch (named after its kernel), every
-//!   copy (copies the flush merged into one `vkCmdCopyBuffer` are one span) and the clear of
-//!   new buffers.
+//!   inside it the commands the GPU ran: every dispatch (named after its kernel), every copy
+//!   (copies that the flush merged into one `vkCmdCopyBuffer` are one command) and the clear
+//!   of new buffers.
+//!
+//! # GPU spans, and what they cost
+//! The GPU writes a timestamp at the start of each submission (top of pipe) and timestamps at
+//! bottom of pipe, written when everything recorded before them has completed. Where they go
+//! is the [`TraceDetail`]:
+//! - [`TraceDetail::Phases`] (the default): one after each phase. The commands of a phase
+//!   (see [`crate::executor`]) have no barrier between them and run concurrently; the
+//!   barrier after a phase waits for all of them anyway, so these timestamps add no wait.
+//!   A phase with one command is that command's span; a phase with more is a `phase` span,
+//!   with one span per kernel (or copy) inside it, named `mix ×350` and the like.
+//! - [`TraceDetail::Commands`]: one after every command. A command's span then runs from the
+//!   completion of the command before it to its own, so every dispatch and copy has a span of
+//!   its own, and the spans tile the submission. The price: each timestamp waits for the
+//!   commands before it, so the commands of a phase no longer overlap on the GPU.
+//!
+//! `BENCHMARKS.md` gives both costs on the mix workload.
 //!
 //! # GPU time on the host's clock
-//! The GPU writes a timestamp at the start of each submission (top of pipe) and after each
-//! command (bottom of pipe: when everything before it has completed). A command's span runs
-//! from the completion of the command before it to its own: the spans tile the submission, so
-//! commands that overlap on the GPU share its time in submission order, and the spans of a
-//! submission add up to its GPU time.
-//!
 //! Ticks become host time through a calibration made when the queue is created: with
 //! `VK_EXT_calibrated_timestamps` (device and `CLOCK_MONOTONIC` domains, Linux), the driver's
 //! paired reading and its maximum deviation; otherwise (or with [`TraceClock::Measured`]) a
 //! measured offset, from a timestamp written by a submission that the host brackets between
 //! two clock reads (the best of several rounds; the error is half the bracket). Every GPU span
-//! carries the calibration's error bound in its arguments.
+//! carries the calibration's error bound (`calibration_error_ns`) in its arguments.
 //!
 //! # Per-task GPU time
-//! The same timestamps give each context its GPU time ([`crate::Ctx::gpu_time`]): the spans of
-//! the commands it recorded (a merged copy is shared by bytes). Coalesced work
-//! ([`crate::batch`]) belongs to no context. It is on whenever tracing is, or on its own with
+//! The same timestamps give each context its GPU time ([`crate::Ctx::gpu_time`]): each span
+//! between two timestamps is shared by the commands in it, by size (a dispatch's invocations,
+//! a copy's 4-byte words; a merged copy's share is split by bytes among the contexts whose
+//! copies it carries), and each context adds up the shares of the commands it recorded. With
+//! [`TraceDetail::Commands`] each command is alone in its span and the time is measured, not
+//! shared out. The times of all contexts (and of the clears and coalesced work, which belong to
+//! none) add up to the submissions' GPU time. On with a trace, or on its own with
 //! [`crate::ExecutorBuilder::gpu_timing`].
 
 use crate::device::Device;
 use crate::error::{map_oom, Result};
+use crate::kernel::RawKernel;
 use crate::timestamps::RawQueryPool;
 use ash::vk;
-use std::borrow::Cow;
-use std::cell::Cell;
-use std::collections::HashSet;
+use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -66,12 +88,25 @@ pub enum TraceClock {
     Measured,
 }
 
+/// Where the GPU writes timestamps for GPU spans and per-task GPU time (see the
+/// [module docs](self)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TraceDetail {
+    /// After each phase: no added wait on the GPU; commands of one phase share its span.
+    #[default]
+    Phases,
+    /// After every command: a span per dispatch and copy, at the price of serialising the
+    /// commands of each phase on the GPU.
+    Commands,
+}
+
 /// What a builder asks for.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TraceOptions {
     pub path: Option<PathBuf>,
     pub gpu_timing: bool,
     pub clock: TraceClock,
+    pub detail: Option<TraceDetail>,
 }
 
 impl TraceOptions {
@@ -89,6 +124,14 @@ impl TraceOptions {
     pub fn timing(&self) -> bool {
         self.gpu_timing
     }
+
+    /// The builder's detail, else `VKASYNC_TRACE_DETAIL` (`commands` or `phases`).
+    pub fn detail(&self) -> TraceDetail {
+        self.detail.unwrap_or_else(|| match std::env::var("VKASYNC_TRACE_DETAIL").as_deref() {
+            Ok("commands") => TraceDetail::Commands,
+            _ => TraceDetail::Phases,
+        })
+    }
 }
 
 /// The file of `VKASYNC_TRACE`, shared by every queue of the process.
@@ -102,54 +145,276 @@ fn env_sink() -> Option<Arc<Sink>> {
 }
 
 /// Host process and GPU process ids in the trace.
-const HOST_PID: u32 = 1;
-const GPU_PID: u32 = 2;
+const HOST_PID: u8 = 1;
+const GPU_PID: u8 = 2;
 
-/// A value of an event's `args`.
-#[derive(Debug, Clone)]
-pub(crate) enum ArgVal {
-    U(u64),
-    F(f64),
-    S(Cow<'static, str>),
+/// An event's numeric arguments.
+pub(crate) type Args = smallvec::SmallVec<[(&'static str, u64); 3]>;
+
+/// An event's name, formatted only when the file is written.
+enum Name {
+    Static(&'static str),
+    Owned(Box<str>),
+    Kernel(Arc<RawKernel>),
+    /// `copy N B (R regions)`.
+    Copy(u64, u32),
+    /// `submission V`.
+    Submission(u64),
+    /// `kernel ×N`.
+    Many(Box<Name>, u32),
 }
 
-type Args = smallvec::SmallVec<[(&'static str, ArgVal); 3]>;
+impl Name {
+    fn write(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let _ = match self {
+            Name::Static(s) => write!(out, "{s}"),
+            Name::Owned(s) => write!(out, "{s}"),
+            Name::Kernel(k) => write!(out, "{}", k.name),
+            Name::Copy(b, 1) => write!(out, "copy {b} B"),
+            Name::Copy(b, r) => write!(out, "copy {b} B ({r} regions)"),
+            Name::Submission(v) => write!(out, "submission {v}"),
+            Name::Many(n, c) => {
+                n.write(out);
+                write!(out, " ×{c}")
+            }
+        };
+    }
+}
 
 struct Event {
     ph: u8,
-    name: Cow<'static, str>,
+    pid: u8,
+    tid: u32,
+    name: Name,
     cat: &'static str,
     /// Nanoseconds since the sink's base.
     ts: i64,
     dur: i64,
-    pid: u32,
-    tid: u32,
     id: u64,
     args: Args,
 }
 
-/// Where events gather until written.
+/// What a host event is: its name, category, phase and argument names. Host events are
+/// stored as bytes (the kind, then varints: start, duration, for async spans an id, then the
+/// arguments), about a dozen bytes each, so that a traced run touches little new memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum HostKind {
+    /// A native task's poll: task, ready.
+    Poll,
+    /// A task's spawn (instant): task.
+    Spawn,
+    /// A flush: value, waiters.
+    Flush,
+    /// Coalesced work encoded at flush start.
+    EncodeBatches,
+    /// The flush's commands encoded: ops.
+    Encode,
+    /// `vkQueueSubmit`.
+    Submit,
+    /// A host wait (spin, then block): value.
+    Wait,
+    /// An executor's spin before it parks: value, reached.
+    Spin,
+    /// An await that had to wait (async): ctx, ok, task (0: none).
+    Await,
+    /// An epoch's recording (async): ops.
+    Recording,
+    /// A submission in flight (async): value.
+    InFlight,
+}
+
+impl HostKind {
+    const ALL: [HostKind; 11] = [
+        HostKind::Poll,
+        HostKind::Spawn,
+        HostKind::Flush,
+        HostKind::EncodeBatches,
+        HostKind::Encode,
+        HostKind::Submit,
+        HostKind::Wait,
+        HostKind::Spin,
+        HostKind::Await,
+        HostKind::Recording,
+        HostKind::InFlight,
+    ];
+
+    /// Name, category, phase (`X` span, `i` instant, `b` async span) and argument names.
+    fn info(self) -> (&'static str, &'static str, u8, &'static [&'static str]) {
+        match self {
+            HostKind::Poll => ("poll", "task", b'X', &["task", "ready"]),
+            HostKind::Spawn => ("spawn", "task", b'i', &["task"]),
+            HostKind::Flush => ("flush", "flush", b'X', &["value", "waiters"]),
+            HostKind::EncodeBatches => ("encode_batches", "flush", b'X', &[]),
+            HostKind::Encode => ("encode", "flush", b'X', &["ops"]),
+            HostKind::Submit => ("submit", "flush", b'X', &[]),
+            HostKind::Wait => ("wait", "wait", b'X', &["value"]),
+            HostKind::Spin => ("spin", "wait", b'X', &["value", "reached"]),
+            HostKind::Await => ("await", "await", b'b', &["ctx", "ok", "task"]),
+            HostKind::Recording => ("recording", "epoch", b'b', &["ops"]),
+            HostKind::InFlight => ("in flight", "submission", b'b', &["value"]),
+        }
+    }
+}
+
+/// One decoded host event: kind, whether its times are in ticks, start, duration, id (async
+/// spans) and arguments.
+type HostEvent = (HostKind, bool, i64, u64, u64, [u64; 3]);
+
+/// The clock of frequent host events: the time-stamp counter on x86_64 where it is invariant
+/// (a few nanoseconds to read, against tens for `Instant::now`), else nanoseconds since the
+/// first call. A sink turns ticks into nanoseconds by the rate it measures between its creation
+/// and its write.
+pub(crate) fn ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if invariant_tsc() {
+        // SAFETY: RDTSC is available on every x86_64 processor and has no memory effects.
+        #[allow(unused_unsafe)]
+        return unsafe { core::arch::x86_64::_rdtsc() };
+    }
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    BASE.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// Whether the time-stamp counter runs at a constant rate in every power state (CPUID
+/// 0x8000_0007, EDX bit 8).
+#[cfg(target_arch = "x86_64")]
+fn invariant_tsc() -> bool {
+    static INVARIANT: OnceLock<bool> = OnceLock::new();
+    *INVARIANT.get_or_init(|| {
+        // SAFETY: CPUID is available on every x86_64 processor; the leaf is checked against
+        // the highest extended leaf first.
+        #[allow(unused_unsafe)]
+        unsafe {
+            core::arch::x86_64::__cpuid(0x8000_0000).eax >= 0x8000_0007
+                && core::arch::x86_64::__cpuid(0x8000_0007).edx & (1 << 8) != 0
+        }
+    })
+}
+
+/// One host thread's events, as bytes in fixed-size chunks (growing never moves them).
+struct HostBuf {
+    tid: u32,
+    name: String,
+    chunks: Vec<Vec<u8>>,
+}
+
+impl HostBuf {
+    const CHUNK: usize = 1 << 16;
+
+    /// Stores an event; `ticked`: its times are in [`ticks`], else in nanoseconds.
+    fn put(&mut self, kind: HostKind, ticked: bool, ts: i64, dur: u64, id: u64, args: &[u64]) {
+        if self.chunks.last().is_none_or(|c| c.capacity() - c.len() < 64) {
+            self.chunks.push(Vec::with_capacity(Self::CHUNK));
+        }
+        let c = self.chunks.last_mut().expect("just made");
+        c.push(kind as u8 | if ticked { 0x80 } else { 0 });
+        varint(c, ((ts << 1) ^ (ts >> 63)) as u64);
+        varint(c, dur);
+        if kind.info().2 == b'b' {
+            varint(c, id);
+        }
+        for i in 0..kind.info().3.len() {
+            varint(c, args.get(i).copied().unwrap_or(0));
+        }
+    }
+
+    fn events(&self) -> impl Iterator<Item = HostEvent> + '_ {
+        self.chunks.iter().flat_map(|c| {
+            let mut at = 0;
+            std::iter::from_fn(move || {
+                let byte = *c.get(at)?;
+                let kind = *HostKind::ALL.get((byte & 0x7f) as usize)?;
+                let ticked = byte & 0x80 != 0;
+                at += 1;
+                let z = read_varint(c, &mut at);
+                let ts = ((z >> 1) as i64) ^ -((z & 1) as i64);
+                let dur = read_varint(c, &mut at);
+                let id = if kind.info().2 == b'b' { read_varint(c, &mut at) } else { 0 };
+                let mut args = [0u64; 3];
+                for a in args.iter_mut().take(kind.info().3.len()) {
+                    *a = read_varint(c, &mut at);
+                }
+                Some((kind, ticked, ts, dur, id, args))
+            })
+        })
+    }
+}
+
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn read_varint(b: &[u8], at: &mut usize) -> u64 {
+    let (mut v, mut shift) = (0u64, 0);
+    while let Some(&byte) = b.get(*at) {
+        *at += 1;
+        v |= ((byte & 0x7f) as u64) << shift.min(63);
+        if byte < 0x80 {
+            break;
+        }
+        shift += 7;
+    }
+    v
+}
+
+/// GPU events (and metadata) in fixed-size chunks.
+#[derive(Default)]
+struct Events {
+    chunks: Vec<Vec<Event>>,
+}
+
+impl Events {
+    const CHUNK: usize = 8192;
+
+    fn push(&mut self, e: Event) {
+        match self.chunks.last_mut() {
+            Some(c) if c.len() < Self::CHUNK => c.push(e),
+            _ => {
+                let mut c = Vec::with_capacity(Self::CHUNK);
+                c.push(e);
+                self.chunks.push(c);
+            }
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Event> {
+        self.chunks.iter().flatten()
+    }
+}
+
+/// Where events gather until written: one buffer per host thread (its owner locks it
+/// uncontended; only the writer locks it from elsewhere), and one for the GPU tracks.
 pub(crate) struct Sink {
+    id: u64,
     path: PathBuf,
     base: Instant,
     /// `CLOCK_MONOTONIC` at `base`, in nanoseconds (Linux), for calibrated timestamps.
     base_mono: Option<i128>,
-    state: Mutex<SinkState>,
-    next_id: AtomicU64,
+    /// [`ticks`] at `base`.
+    base_ticks: u64,
+    threads: Mutex<Vec<Arc<Mutex<HostBuf>>>>,
+    events: Mutex<Events>,
     next_queue: AtomicU32,
 }
 
-#[derive(Default)]
-struct SinkState {
-    events: Vec<Event>,
-    /// Host threads already named in `events`.
-    named: HashSet<u32>,
+thread_local! {
+    /// This thread's track id (0 until first used).
+    static TID: Cell<u32> = const { Cell::new(0) };
+    /// This thread's buffer in each sink it wrote to, by sink id.
+    static BUFFERS: RefCell<Vec<(u64, Arc<Mutex<HostBuf>>)>> = const { RefCell::new(Vec::new()) };
+    /// The native task being polled on this thread (0: none).
+    static CURRENT_TASK: Cell<u64> = const { Cell::new(0) };
 }
 
 /// A small number per host thread, its track id.
 fn thread_tid() -> u32 {
     static NEXT: AtomicU32 = AtomicU32::new(1);
-    thread_local!(static TID: Cell<u32> = const { Cell::new(0) });
     TID.with(|t| {
         if t.get() == 0 {
             t.set(NEXT.fetch_add(1, Ordering::Relaxed));
@@ -158,14 +423,12 @@ fn thread_tid() -> u32 {
     })
 }
 
-thread_local!(static CURRENT_TASK: Cell<u64> = const { Cell::new(0) });
-
 /// The native task being polled on this thread (0: none).
 pub(crate) fn current_task() -> u64 {
     CURRENT_TASK.with(|c| c.get())
 }
 
-/// Ids for tasks, contexts and async spans (process-wide, so that they never collide).
+/// Ids for tasks, contexts, sinks and async spans (process-wide, so that they never collide).
 pub(crate) fn next_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
@@ -173,15 +436,17 @@ pub(crate) fn next_id() -> u64 {
 
 impl Sink {
     fn new(path: PathBuf) -> Arc<Self> {
+        // Read back to back: the pairing error is tens of nanoseconds.
         let base = Instant::now();
         let base_mono = monotonic_ns();
-        // The pair is read back to back; the bracket error is tens of nanoseconds.
         Arc::new(Sink {
+            id: next_id(),
             path,
             base,
             base_mono,
-            state: Mutex::default(),
-            next_id: AtomicU64::new(1),
+            base_ticks: ticks(),
+            threads: Mutex::default(),
+            events: Mutex::default(),
             next_queue: AtomicU32::new(1),
         })
     }
@@ -193,55 +458,93 @@ impl Sink {
         }
     }
 
-    fn push(&self, e: Event) {
-        let mut st = crate::executor::core::lock(&self.state);
-        if e.pid == HOST_PID && e.ph != b'b' && e.ph != b'e' && st.named.insert(e.tid) {
-            let name = std::thread::current().name().map_or_else(|| format!("thread {}", e.tid), str::to_string);
-            st.events.push(meta("thread_name", HOST_PID, e.tid, name));
-        }
-        st.events.push(e);
+    /// Adds an event of the calling host thread, to its own buffer (made, with the thread's
+    /// name, on its first event).
+    fn push_host(&self, kind: HostKind, ticked: bool, ts: i64, dur: u64, id: u64, args: &[u64]) {
+        BUFFERS.with(|b| {
+            let mut b = b.borrow_mut();
+            if let Some((_, buf)) = b.iter().find(|(sink, _)| *sink == self.id) {
+                crate::executor::core::lock(buf).put(kind, ticked, ts, dur, id, args);
+                return;
+            }
+            // Buffers of sinks that are gone are dropped here.
+            b.retain(|(_, buf)| Arc::strong_count(buf) > 1);
+            let tid = thread_tid();
+            let name = std::thread::current().name().map_or_else(|| format!("thread {tid}"), str::to_string);
+            let mut buf = HostBuf { tid, name, chunks: Vec::new() };
+            buf.put(kind, ticked, ts, dur, id, args);
+            let buf = Arc::new(Mutex::new(buf));
+            crate::executor::core::lock(&self.threads).push(buf.clone());
+            b.push((self.id, buf));
+        });
     }
 
-    fn push_meta(&self, e: Event) {
-        crate::executor::core::lock(&self.state).events.push(e);
+    fn push(&self, e: Event) {
+        crate::executor::core::lock(&self.events).push(e);
     }
 
     /// Writes every event so far to the file (replacing it).
     pub fn write(&self) -> std::io::Result<()> {
-        let st = crate::executor::core::lock(&self.state);
+        let threads: Vec<_> = crate::executor::core::lock(&self.threads).clone();
+        // Nanoseconds per tick, over the sink's life so far.
+        let (now, t) = (Instant::now(), ticks());
+        let rate = match t.saturating_sub(self.base_ticks) {
+            0 => 1.0,
+            n => self.ns(now) as f64 / n as f64,
+        };
         let mut out = std::io::BufWriter::new(std::fs::File::create(&self.path)?);
         out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
-        let mut first = true;
-        for m in [
-            meta("process_name", HOST_PID, 0, "vkasync host".into()),
-            meta("process_name", GPU_PID, 0, "vkasync GPU".into()),
-        ]
-        .iter()
-        .chain(&st.events)
-        {
-            if !first {
+        write!(out, "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{HOST_PID},\"tid\":0,\"args\":{{\"name\":\"vkasync host\"}}}}")?;
+        write!(out, ",\n{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{GPU_PID},\"tid\":0,\"args\":{{\"name\":\"vkasync GPU\"}}}}")?;
+        let mut name = String::new();
+        let mut write_all = |events: &Events| -> std::io::Result<()> {
+            for e in events.iter() {
                 out.write_all(b",\n")?;
+                name.clear();
+                e.name.write(&mut name);
+                write_event(&mut out, e, &name)?;
             }
-            first = false;
-            write_event(&mut out, m)?;
+            Ok(())
+        };
+        write_all(&crate::executor::core::lock(&self.events))?;
+        for buf in &threads {
+            let buf = crate::executor::core::lock(buf);
+            out.write_all(b",\n")?;
+            write_event(&mut out, &meta(HOST_PID, buf.tid, String::new()), &buf.name)?;
+            for (kind, ticked, ts, dur, id, vals) in buf.events() {
+                let (ts, dur) =
+                    if ticked { ((ts as f64 * rate) as i64, (dur as f64 * rate) as u64) } else { (ts, dur) };
+                let (name, cat, ph, keys) = kind.info();
+                let mut args = Args::new();
+                args.extend(keys.iter().copied().zip(vals));
+                let mut e = Event {
+                    ph,
+                    pid: HOST_PID,
+                    tid: buf.tid,
+                    name: Name::Static(name),
+                    cat,
+                    ts,
+                    dur: dur as i64,
+                    id,
+                    args,
+                };
+                out.write_all(b",\n")?;
+                write_event(&mut out, &e, name)?;
+                if ph == b'b' {
+                    (e.ph, e.ts, e.args) = (b'e', ts + dur as i64, Args::new());
+                    out.write_all(b",\n")?;
+                    write_event(&mut out, &e, name)?;
+                }
+            }
         }
         out.write_all(b"\n]}\n")?;
         out.flush()
     }
 }
 
-fn meta(what: &'static str, pid: u32, tid: u32, name: String) -> Event {
-    Event {
-        ph: b'M',
-        name: Cow::Borrowed(what),
-        cat: "",
-        ts: 0,
-        dur: 0,
-        pid,
-        tid,
-        id: 0,
-        args: smallvec::smallvec![("name", ArgVal::S(name.into()))],
-    }
+/// A `thread_name` metadata event (the name travels in `name`, see `write_event`).
+fn meta(pid: u8, tid: u32, name: String) -> Event {
+    Event { ph: b'M', pid, tid, name: Name::Owned(name.into()), cat: "", ts: 0, dur: 0, id: 0, args: Args::new() }
 }
 
 fn write_str(out: &mut impl Write, s: &str) -> std::io::Result<()> {
@@ -257,29 +560,35 @@ fn write_str(out: &mut impl Write, s: &str) -> std::io::Result<()> {
     out.write_all(b"\"")
 }
 
-fn micros(ns: i64) -> String {
+/// Nanoseconds as the format's microseconds, exactly.
+fn micros(out: &mut impl Write, ns: i64) -> std::io::Result<()> {
     let sign = if ns < 0 { "-" } else { "" };
     let a = ns.unsigned_abs();
-    format!("{sign}{}.{:03}", a / 1000, a % 1000)
+    write!(out, "{sign}{}.{:03}", a / 1000, a % 1000)
 }
 
-fn write_event(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
+fn write_event(out: &mut impl Write, e: &Event, name: &str) -> std::io::Result<()> {
+    if e.ph == b'M' {
+        write!(
+            out,
+            "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":",
+            e.pid, e.tid
+        )?;
+        write_str(out, name)?;
+        return out.write_all(b"}}");
+    }
     out.write_all(b"{\"name\":")?;
-    write_str(out, &e.name)?;
-    write!(out, ",\"ph\":\"{}\",\"pid\":{},\"tid\":{}", e.ph as char, e.pid, e.tid)?;
-    if e.ph != b'M' {
-        write!(out, ",\"ts\":{}", micros(e.ts))?;
-        out.write_all(b",\"cat\":")?;
-        write_str(out, e.cat)?;
-    }
-    if e.ph == b'X' {
-        write!(out, ",\"dur\":{}", micros(e.dur.max(0)))?;
-    }
-    if e.ph == b'b' || e.ph == b'e' {
-        write!(out, ",\"id\":\"0x{:x}\"", e.id)?;
-    }
-    if e.ph == b'i' {
-        out.write_all(b",\"s\":\"t\"")?;
+    write_str(out, name)?;
+    write!(out, ",\"ph\":\"{}\",\"pid\":{},\"tid\":{},\"cat\":\"{}\",\"ts\":", e.ph as char, e.pid, e.tid, e.cat)?;
+    micros(out, e.ts)?;
+    match e.ph {
+        b'X' => {
+            out.write_all(b",\"dur\":")?;
+            micros(out, e.dur.max(0))?;
+        }
+        b'b' | b'e' => write!(out, ",\"id\":\"0x{:x}\"", e.id)?,
+        b'i' => out.write_all(b",\"s\":\"t\"")?,
+        _ => {}
     }
     if !e.args.is_empty() {
         out.write_all(b",\"args\":{")?;
@@ -287,14 +596,7 @@ fn write_event(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
             if i > 0 {
                 out.write_all(b",")?;
             }
-            write_str(out, k)?;
-            out.write_all(b":")?;
-            match v {
-                ArgVal::U(u) => write!(out, "{u}")?,
-                ArgVal::F(f) if f.is_finite() => write!(out, "{f}")?,
-                ArgVal::F(_) => out.write_all(b"null")?,
-                ArgVal::S(s) => write_str(out, s)?,
-            }
+            write!(out, "\"{k}\":{v}")?;
         }
         out.write_all(b"}")?;
     }
@@ -346,10 +648,10 @@ impl TaskClock {
 
 /// One queue's view of a sink.
 pub(crate) struct QueueTrace {
-    pub sink: Arc<Sink>,
-    /// The queue's GPU track (and its submissions' async rows).
-    pub queue: u32,
-    pub cal: Calibration,
+    sink: Arc<Sink>,
+    /// The queue's GPU track.
+    queue: u32,
+    cal: Calibration,
 }
 
 impl std::fmt::Debug for QueueTrace {
@@ -371,116 +673,47 @@ impl QueueTrace {
             TraceClock::Measured => measured(&sink, device)?,
         };
         let queue = sink.next_queue.fetch_add(1, Ordering::Relaxed);
-        sink.push_meta(meta(
-            "thread_name",
-            GPU_PID,
-            queue,
-            format!(
-                "queue {queue}: {} ({} clock, ±{:.1} µs)",
-                device.info().name,
-                if cal.calibrated { "calibrated" } else { "measured" },
-                cal.error_ns / 1e3
-            ),
-        ));
+        let how = if cal.calibrated { "calibrated" } else { "measured" };
+        let name = format!("queue {queue}: {} ({how} clock, ±{:.1} µs)", device.info().name, cal.error_ns / 1e3);
+        sink.push(meta(GPU_PID, queue, name));
         Ok(QueueTrace { sink, queue, cal })
     }
 
-    pub fn now(&self) -> i64 {
-        self.sink.ns(Instant::now())
+    /// Now, in [`ticks`] since the sink's base (for [`QueueTrace::span_from`] and
+    /// [`QueueTrace::async_span`]).
+    pub fn stamp(&self) -> i64 {
+        ticks().wrapping_sub(self.sink.base_ticks) as i64
     }
 
-    /// A complete span on the calling thread.
-    pub fn span(&self, name: impl Into<Cow<'static, str>>, cat: &'static str, start: Instant, args: Args) {
+    /// A complete span on the calling thread, from `start` to now (for events that time
+    /// themselves with an `Instant` anyway).
+    pub fn span(&self, kind: HostKind, start: Instant, args: &[u64]) {
+        let now = Instant::now();
         let ts = self.sink.ns(start);
-        let end = self.now();
-        self.sink.push(Event {
-            ph: b'X',
-            name: name.into(),
-            cat,
-            ts,
-            dur: end - ts,
-            pid: HOST_PID,
-            tid: thread_tid(),
-            id: 0,
-            args,
-        });
+        self.sink.push_host(kind, false, ts, (self.sink.ns(now) - ts).max(0) as u64, 0, args);
+    }
+
+    /// A complete span on the calling thread, from `start` ([`QueueTrace::stamp`]) to now.
+    pub fn span_from(&self, kind: HostKind, start: i64, args: &[u64]) {
+        let end = self.stamp();
+        self.sink.push_host(kind, true, start, (end - start).max(0) as u64, 0, args);
     }
 
     /// An instant event on the calling thread.
-    pub fn instant(&self, name: &'static str, args: Args) {
-        let ts = self.now();
-        self.sink.push(Event {
-            ph: b'i',
-            name: name.into(),
-            cat: "task",
-            ts,
-            dur: 0,
-            pid: HOST_PID,
-            tid: thread_tid(),
-            id: 0,
-            args,
-        });
+    pub fn instant(&self, kind: HostKind, args: &[u64]) {
+        self.sink.push_host(kind, true, self.stamp(), 0, 0, args);
     }
 
-    /// An async span (its own row of the host process) from `start` to now.
-    pub fn async_span(&self, name: &'static str, cat: &'static str, start: i64, args: Args) {
-        let id = self.sink.next_id.fetch_add(1, Ordering::Relaxed);
-        let end = self.now();
-        let tid = thread_tid();
-        self.sink.push(Event { ph: b'b', name: name.into(), cat, ts: start, dur: 0, pid: HOST_PID, tid, id, args });
-        self.sink.push(Event {
-            ph: b'e',
-            name: name.into(),
-            cat,
-            ts: end,
-            dur: 0,
-            pid: HOST_PID,
-            tid,
-            id,
-            args: Args::new(),
-        });
+    /// An async span (its own row of the host process) from `start` ([`QueueTrace::stamp`])
+    /// to now.
+    pub fn async_span(&self, kind: HostKind, start: i64, args: &[u64]) {
+        let end = self.stamp();
+        self.sink.push_host(kind, true, start, (end - start).max(0) as u64, next_id(), args);
     }
 
-    /// The GPU spans of one completed submission. `ticks[0]` is its start; `ticks[i + 1]` the
-    /// completion of `commands[i]`.
-    pub fn gpu(&self, value: u64, ticks: &[u64], commands: &[GpuCommand]) {
-        let (Some(&first), Some(&last)) = (ticks.first(), ticks.last()) else { return };
-        let err = ArgVal::F((self.cal.error_ns / 1e3 * 1000.0).round() / 1000.0);
-        let (t0, t1) = (self.cal.host_ns(first), self.cal.host_ns(last));
-        self.sink.push(Event {
-            ph: b'X',
-            name: Cow::Owned(format!("submission {value}")),
-            cat: "gpu",
-            ts: t0,
-            dur: t1 - t0,
-            pid: GPU_PID,
-            tid: self.queue,
-            id: 0,
-            args: smallvec::smallvec![
-                ("value", ArgVal::U(value)),
-                ("commands", ArgVal::U(commands.len() as u64)),
-                ("calibration_error_us", err.clone())
-            ],
-        });
-        for (c, w) in commands.iter().zip(ticks.windows(2)) {
-            let (a, b) = (self.cal.host_ns(w[0]), self.cal.host_ns(w[1].max(w[0])));
-            let mut args: Args =
-                smallvec::smallvec![("value", ArgVal::U(value)), ("calibration_error_us", err.clone())];
-            if let Some(t) = c.owners.first() {
-                args.push(("ctx", ArgVal::U(t.0.id)));
-            }
-            self.sink.push(Event {
-                ph: b'X',
-                name: c.name.clone(),
-                cat: "gpu",
-                ts: a,
-                dur: b - a,
-                pid: GPU_PID,
-                tid: self.queue,
-                id: 0,
-                args,
-            });
-        }
+    fn gpu_span(&self, name: Name, ts: i64, end: i64, args: Args) {
+        let e = Event { ph: b'X', pid: GPU_PID, tid: self.queue, name, cat: "gpu", ts, dur: end - ts, id: 0, args };
+        self.sink.push(e);
     }
 }
 
@@ -492,58 +725,137 @@ impl Drop for QueueTrace {
     }
 }
 
-/// One command of a submission, for its GPU span: its name and the contexts it is charged
-/// to, with their weights (bytes for copies, 1 for a dispatch).
+/// What a GPU command is.
+pub(crate) enum Command {
+    Clear,
+    /// The kernel and its group counts.
+    Dispatch(Arc<RawKernel>, [u32; 3]),
+    /// Bytes and regions of one `vkCmdCopyBuffer`.
+    Copy(u64, u32),
+}
+
+/// One command of a submission: what it is, its size (see [`GpuCommand::weight`]), and the
+/// contexts it is charged to, with their weights (bytes for a merged copy, else 1).
 pub(crate) struct GpuCommand {
-    pub name: Cow<'static, str>,
+    pub what: Command,
     pub owners: smallvec::SmallVec<[(Arc<TaskClock>, u64); 1]>,
 }
 
+impl GpuCommand {
+    fn name(&self) -> Name {
+        match &self.what {
+            Command::Clear => Name::Static("clear"),
+            Command::Dispatch(k, _) => Name::Kernel(k.clone()),
+            Command::Copy(b, r) => Name::Copy(*b, *r),
+        }
+    }
+
+    /// The command's share of a span it shares with others: a dispatch's invocations, a copy's
+    /// 4-byte words (a clear counts as nothing).
+    fn weight(&self) -> f64 {
+        match &self.what {
+            Command::Clear => 0.0,
+            Command::Dispatch(k, groups) => {
+                let local = k.reflection.local_size.iter().map(|&l| l.max(1) as f64).product::<f64>();
+                groups.iter().map(|&g| g as f64).product::<f64>() * local
+            }
+            Command::Copy(bytes, _) => (*bytes as f64 / 4.0).max(1.0),
+        }
+    }
+
+    /// Commands of one kind, for grouping a phase's spans.
+    fn same_kind(&self, o: &GpuCommand) -> bool {
+        match (&self.what, &o.what) {
+            (Command::Clear, Command::Clear) | (Command::Copy(..), Command::Copy(..)) => true,
+            (Command::Dispatch(a, _), Command::Dispatch(b, _)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
 /// The GPU timing of one recording: a query pool with a timestamp at the start and one after
-/// each command.
+/// each group of commands (a phase, or a command; see [`TraceDetail`]).
 pub(crate) struct GpuSpans {
-    pub pool: RawQueryPool,
-    pub used: u32,
-    pub commands: Vec<GpuCommand>,
+    pool: RawQueryPool,
+    used: u32,
+    per_command: bool,
+    commands: Vec<GpuCommand>,
+    /// The first command of each group; group `g` ends at timestamp `g + 1`.
+    groups: Vec<u32>,
+    /// Commands not yet in a group.
+    open: u32,
 }
 
 impl GpuSpans {
-    /// A pool for `capacity` timestamps, reset from the host.
-    pub fn new(device: &Device, capacity: u32) -> Result<Self> {
-        let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(capacity.max(1));
-        // SAFETY: the device is live and supports timestamp queries (checked when the trace
-        // or the timing was turned on).
-        let pool = unsafe { device.raw().create_query_pool(&info, None) }.map_err(map_oom("vkCreateQueryPool"))?;
-        // SAFETY: the pool is new and unused; hostQueryReset is enabled (as above).
-        unsafe { device.raw().reset_query_pool(pool, 0, capacity.max(1)) };
+    /// Room for `capacity` timestamps: a pool from `spare` (pools of completed submissions)
+    /// that is large enough, else a new one (sized to a power of two, for reuse); reset from
+    /// the host.
+    pub fn new(device: &Device, capacity: u32, detail: TraceDetail, spare: &mut Vec<RawQueryPool>) -> Result<Self> {
+        let pool = match spare.iter().position(|p| p.count >= capacity) {
+            Some(i) => spare.swap_remove(i),
+            None => {
+                let count = capacity.max(64).next_power_of_two();
+                let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(count);
+                // SAFETY: the device is live and supports timestamp queries (checked when the
+                // trace or the timing was turned on).
+                let pool =
+                    unsafe { device.raw().create_query_pool(&info, None) }.map_err(map_oom("vkCreateQueryPool"))?;
+                RawQueryPool { device: device.clone(), pool, count }
+            }
+        };
+        // SAFETY: no pending work uses the pool (it is new, or its submission completed);
+        // hostQueryReset is enabled (as above).
+        unsafe { device.raw().reset_query_pool(pool.pool, 0, pool.count) };
         Ok(GpuSpans {
-            pool: RawQueryPool { device: device.clone(), pool, count: capacity.max(1) },
+            pool,
             used: 0,
+            per_command: detail == TraceDetail::Commands,
             commands: Vec::new(),
+            groups: Vec::new(),
+            open: 0,
         })
     }
 
-    /// Records the next timestamp into `cmd` at `stage`.
-    pub fn stamp(&mut self, cmd: vk::CommandBuffer, stage: vk::PipelineStageFlags) {
+    /// The submission's first timestamp (top of pipe).
+    pub fn start(&mut self, cmd: vk::CommandBuffer) {
+        self.stamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE);
+    }
+
+    fn stamp(&mut self, cmd: vk::CommandBuffer, stage: vk::PipelineStageFlags) -> bool {
         if self.used >= self.pool.count {
-            return;
+            return false;
         }
         // SAFETY: `cmd` is recording; the pool is live (held by the recording until its
         // submission completes) and was reset; the index is inside it.
         unsafe { self.pool.device.raw().cmd_write_timestamp(cmd, stage, self.pool.pool, self.used) };
         self.used += 1;
+        true
     }
 
-    /// A command was recorded: stamp its completion.
+    /// A command was recorded (with [`TraceDetail::Commands`], its completion is stamped).
     pub fn command(&mut self, cmd: vk::CommandBuffer, c: GpuCommand) {
-        if self.used < self.pool.count {
-            self.stamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
-            self.commands.push(c);
+        self.commands.push(c);
+        self.open += 1;
+        if self.per_command {
+            self.end_group(cmd);
         }
     }
 
+    /// A phase ended (before its barrier): stamp the completion of its commands.
+    pub fn end_group(&mut self, cmd: vk::CommandBuffer) {
+        if self.open > 0 && self.stamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE) {
+            self.groups.push(self.commands.len() as u32 - self.open);
+            self.open = 0;
+        }
+    }
+
+    /// The query pool, for reuse once the submission completed.
+    pub fn into_pool(self) -> RawQueryPool {
+        self.pool
+    }
+
     /// Once the submission completed: the ticks (`None` if not all are available).
-    pub fn ticks(&self) -> Option<Vec<u64>> {
+    fn ticks(&self) -> Option<Vec<u64>> {
         if self.used == 0 {
             return None;
         }
@@ -564,22 +876,66 @@ impl GpuSpans {
         Some(out.into_iter().map(|v| v[0]).collect())
     }
 
-    /// Charges each command's span to its contexts and, with a trace, emits the GPU spans.
+    /// Charges each group's time to its commands' contexts and, with a trace, emits the GPU
+    /// spans.
     pub fn finish(&self, value: u64, trace: Option<&QueueTrace>) {
         let Some(ticks) = self.ticks() else { return };
         let period = self.pool.device.limits().timestamp_period_ns as f64;
-        for (c, w) in self.commands.iter().zip(ticks.windows(2)) {
-            let ns = (w[1].saturating_sub(w[0]) as f64 * period) as u64;
-            let total: u64 = c.owners.iter().map(|o| o.1).sum();
-            if total == 0 {
-                continue;
-            }
-            for (clock, weight) in &c.owners {
-                clock.gpu_ns.fetch_add((ns as u128 * *weight as u128 / total as u128) as u64, Ordering::Relaxed);
+        let bounds = |g: usize| {
+            let first = self.groups[g] as usize;
+            let end = self.groups.get(g + 1).map_or(self.commands.len() - self.open as usize, |&n| n as usize);
+            first..end
+        };
+        for (g, w) in ticks.windows(2).enumerate().take(self.groups.len()) {
+            let cmds = &self.commands[bounds(g)];
+            let span = w[1].saturating_sub(w[0]) as f64 * period;
+            let whole: f64 = cmds.iter().map(GpuCommand::weight).sum();
+            for c in cmds {
+                // A command alone in its span has all of it; else its share by size.
+                let mine = if cmds.len() == 1 { span } else { span * c.weight() / whole.max(1.0) };
+                let total: u64 = c.owners.iter().map(|o| o.1).sum();
+                for (clock, weight) in &c.owners {
+                    let ns = mine * *weight as f64 / total.max(1) as f64;
+                    clock.gpu_ns.fetch_add(ns as u64, Ordering::Relaxed);
+                }
             }
         }
-        if let Some(t) = trace {
-            t.gpu(value, &ticks, &self.commands);
+        let Some(t) = trace else { return };
+        let err = t.cal.error_ns.round() as u64;
+        let host = |tick: u64| t.cal.host_ns(tick);
+        let (t0, t1) = (host(ticks[0]), host(*ticks.last().expect("at least one")));
+        let args: Args = smallvec::smallvec![
+            ("value", value),
+            ("commands", self.commands.len() as u64),
+            ("calibration_error_ns", err)
+        ];
+        t.gpu_span(Name::Submission(value), t0, t1, args);
+        for (g, w) in ticks.windows(2).enumerate().take(self.groups.len()) {
+            let (a, b) = (host(w[0]), host(w[1].max(w[0])));
+            let cmds = &self.commands[bounds(g)];
+            let ctx = |c: &GpuCommand| c.owners.first().map_or(0, |o| o.0.id);
+            if let [c] = cmds {
+                let args: Args = smallvec::smallvec![("value", value), ("calibration_error_ns", err), ("ctx", ctx(c))];
+                t.gpu_span(c.name(), a, b, args);
+                continue;
+            }
+            let args: Args =
+                smallvec::smallvec![("value", value), ("calibration_error_ns", err), ("commands", cmds.len() as u64)];
+            t.gpu_span(Name::Static("phase"), a, b, args);
+            // One span per kind of command in the phase, each over the whole phase.
+            let mut kinds: Vec<(&GpuCommand, u32)> = Vec::new();
+            for c in cmds {
+                match kinds.iter_mut().find(|(k, _)| k.same_kind(c)) {
+                    Some((_, n)) => *n += 1,
+                    None => kinds.push((c, 1)),
+                }
+            }
+            for (c, n) in kinds {
+                let args: Args =
+                    smallvec::smallvec![("value", value), ("calibration_error_ns", err), ("commands", n as u64)];
+                let name = if n == 1 { c.name() } else { Name::Many(Box::new(c.name()), n) };
+                t.gpu_span(name, a, b, args);
+            }
         }
     }
 }

@@ -7,7 +7,7 @@ mod common;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use vkasync::trace::TraceClock;
+use vkasync::trace::{TraceClock, TraceDetail};
 use vkasync::{kernels, Buffer, Ctx, Error, Executor, Kernel, MemoryKind, Queue};
 
 fn tmp(name: &str) -> PathBuf {
@@ -117,7 +117,7 @@ fn check_gpu_inside_host(events: &[Value]) -> usize {
     assert!(!subs.is_empty(), "no GPU submission spans");
     for s in &gpu {
         let value = s.args["value"].as_u64().unwrap();
-        let err = s.args["calibration_error_us"].as_f64().unwrap();
+        let err = s.args["calibration_error_ns"].as_f64().unwrap() / 1e3;
         assert!((0.0..50_000.0).contains(&err), "calibration error {err} µs");
         let (h0, h1) = flights[&value];
         // Timestamps are rounded to whole nanoseconds in the file.
@@ -135,13 +135,22 @@ fn check_gpu_inside_host(events: &[Value]) -> usize {
     gpu.len()
 }
 
-fn run_traced(clock: TraceClock, name: &str) -> Vec<Value> {
+/// Dispatches of `kernel` in the GPU spans: a span of one (`mix`) or of a phase's many
+/// (`mix ×N`, with `commands` = N).
+fn dispatches(gpu: &[Span], kernel: &str) -> usize {
+    gpu.iter()
+        .filter(|s| s.name == kernel || s.name.starts_with(&format!("{kernel} ×")))
+        .map(|s| s.args["commands"].as_u64().unwrap_or(1) as usize)
+        .sum()
+}
+
+fn run_traced(clock: TraceClock, detail: TraceDetail, name: &str) -> Vec<Value> {
     let device = common::device();
     let path = tmp(name);
     let mix = Kernel::new(&device, &kernels::MIX).unwrap();
     const TASKS: usize = 24;
     {
-        let exec = Executor::builder(&device).trace(&path).trace_clock(clock).build().unwrap();
+        let exec = Executor::builder(&device).trace(&path).trace_clock(clock).trace_detail(detail).build().unwrap();
         let handles: Vec<_> =
             (0..TASKS).map(|i| exec.spawn(job(exec.context(), mix.clone(), i as u32, 256 + 64 * i))).collect();
         exec.run();
@@ -175,7 +184,10 @@ fn run_traced(clock: TraceClock, name: &str) -> Vec<Value> {
     assert!(named(1) >= 1 && named(2) == 1);
     // GPU: every dispatch and the copies.
     let gpu = spans(&events, 2, "gpu");
-    assert_eq!(gpu.iter().filter(|s| s.name == "mix").count(), TASKS);
+    assert_eq!(dispatches(&gpu, "mix"), TASKS);
+    if detail == TraceDetail::Commands {
+        assert_eq!(gpu.iter().filter(|s| s.name == "mix").count(), TASKS, "one span per dispatch");
+    }
     assert!(gpu.iter().any(|s| s.name.starts_with("copy")));
     check_gpu_inside_host(&events);
     common::finish(device);
@@ -184,14 +196,19 @@ fn run_traced(clock: TraceClock, name: &str) -> Vec<Value> {
 
 #[test]
 fn executor_trace_calibrated_or_measured() {
-    run_traced(TraceClock::Auto, "auto");
+    run_traced(TraceClock::Auto, TraceDetail::Phases, "auto");
 }
 
 #[test]
 fn executor_trace_with_a_measured_offset() {
-    let events = run_traced(TraceClock::Measured, "measured");
+    let events = run_traced(TraceClock::Measured, TraceDetail::Phases, "measured");
     let queue = events.iter().find(|e| e["ph"] == "M" && e["pid"] == 2 && e["name"] == "thread_name").unwrap();
     assert!(queue["args"]["name"].as_str().unwrap().contains("measured clock"), "{queue}");
+}
+
+#[test]
+fn executor_trace_with_a_span_per_command() {
+    run_traced(TraceClock::Auto, TraceDetail::Commands, "commands");
 }
 
 #[test]
@@ -227,7 +244,7 @@ fn queue_trace_from_threads() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     let _ = std::fs::remove_file(&path);
-    assert_eq!(spans(&events, 2, "gpu").iter().filter(|s| s.name == "mix").count(), 20);
+    assert_eq!(dispatches(&spans(&events, 2, "gpu"), "mix"), 20);
     assert!(async_spans(&events, "await").iter().all(|(_, _, a)| a["ctx"].as_u64().unwrap() > 0));
     check_gpu_inside_host(&events);
     common::finish(device);
@@ -242,7 +259,16 @@ fn per_context_gpu_time() {
     assert_eq!(plain.context().gpu_time(), None);
     drop(plain);
 
-    let exec = Executor::builder(&device).gpu_timing(true).build().unwrap();
+    for detail in [TraceDetail::Phases, TraceDetail::Commands] {
+        timed_contexts(&device, &mix, detail);
+    }
+    common::finish(device);
+}
+
+/// A context that recorded nothing has no GPU time; a big dispatch has more than a small one
+/// (in one phase, where they share a span, and alone).
+fn timed_contexts(device: &vkasync::Device, mix: &Kernel, detail: TraceDetail) {
+    let exec = Executor::builder(device).gpu_timing(true).trace_detail(detail).build().unwrap();
     let idle = exec.context();
     let small = exec.context();
     let big = exec.context();
@@ -260,7 +286,5 @@ fn per_context_gpu_time() {
     assert_eq!(idle.gpu_time(), Some(std::time::Duration::ZERO));
     let (ts, tb) = (small.gpu_time().unwrap(), big.gpu_time().unwrap());
     assert!(tb > std::time::Duration::ZERO, "{tb:?}");
-    assert!(tb > ts, "the big job's GPU time {tb:?} is not above the small one's {ts:?}");
-    drop(exec);
-    common::finish(device);
+    assert!(tb > ts, "{detail:?}: the big job's GPU time {tb:?} is not above the small one's {ts:?}");
 }

@@ -34,7 +34,7 @@ fn the_environment_variable_traces_every_queue_into_one_file() {
                 events.iter().filter(|e| e["ph"] == "M" && e["pid"] == 2 && e["name"] == "thread_name").count();
             let mixes: std::collections::HashSet<u64> = events
                 .iter()
-                .filter(|e| e["pid"] == 2 && e["name"] == "mix")
+                .filter(|e| e["pid"] == 2 && e["name"].as_str().is_some_and(|n| n.starts_with("mix")))
                 .map(|e| e["tid"].as_u64().unwrap())
                 .collect();
             if queues == 2 && mixes.len() == 2 {

@@ -8,7 +8,7 @@
 use crate::commands::{CommandPool, Recording};
 use crate::device::Device;
 use crate::error::Result;
-use crate::trace::{ArgVal, GpuSpans, QueueTrace, TaskClock};
+use crate::trace::{GpuSpans, HostKind, QueueTrace, TaskClock};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -106,6 +106,10 @@ pub(crate) struct VulkanBackend {
     trace: Option<Arc<QueueTrace>>,
     /// Per-context GPU time (on with a trace, or on its own).
     timing: bool,
+    /// Where the GPU spans' timestamps go.
+    detail: crate::trace::TraceDetail,
+    /// Query pools of completed submissions, for the next flushes.
+    spare_pools: Vec<crate::timestamps::RawQueryPool>,
     /// With a trace: when the recording epoch got its first command (trace clock, ns), and when
     /// each in-flight submission was submitted (same order as `in_flight`).
     epoch_start: Option<i64>,
@@ -130,6 +134,8 @@ impl VulkanBackend {
             in_flight: VecDeque::new(),
             retired: Vec::new(),
             timing: opts.timing() || trace.is_some(),
+            detail: opts.detail(),
+            spare_pools: Vec::new(),
             trace,
             epoch_start: None,
             submit_ns: VecDeque::new(),
@@ -139,23 +145,27 @@ impl VulkanBackend {
     /// Drops the recordings whose value was reached, oldest first.
     fn retire(&mut self, completed: u64) {
         while self.in_flight.front().is_some_and(|(v, _)| *v <= completed) {
-            if let Some((value, rec)) = self.in_flight.pop_front() {
-                self.finished(value, &rec);
+            if let Some((value, mut rec)) = self.in_flight.pop_front() {
+                self.finished(value, &mut rec);
                 self.retired.push(rec);
             }
         }
     }
 
     /// A submission completed: its GPU spans and per-context times, and its `in flight` span.
-    fn finished(&mut self, value: u64, rec: &Recording) {
+    fn finished(&mut self, value: u64, rec: &mut Recording) {
         if !self.timing {
             return;
         }
-        if let Some(sp) = &rec.spans {
+        if let Some(sp) = rec.spans.take() {
             sp.finish(value, self.trace.as_deref());
+            // A few pools are kept for the next flushes.
+            if self.spare_pools.len() < 4 {
+                self.spare_pools.push(sp.into_pool());
+            }
         }
         if let (Some(t), Some(start)) = (&self.trace, self.submit_ns.pop_front()) {
-            t.async_span("in flight", "submission", start, smallvec::smallvec![("value", ArgVal::U(value))]);
+            t.async_span(HostKind::InFlight, start, &[value]);
         }
     }
 }
@@ -187,11 +197,11 @@ impl Backend for VulkanBackend {
             let _span = tracing::debug_span!("vkasync.encode_batches").entered();
             rec.encode_batches();
             if let Some(t) = &self.trace {
-                t.span("encode_batches", "flush", started, smallvec::smallvec![]);
+                t.span(HostKind::EncodeBatches, started, &[]);
             }
         }
         if let (Some(t), Some(start)) = (&self.trace, self.epoch_start.take()) {
-            t.async_span("recording", "epoch", start, smallvec::smallvec![("ops", ArgVal::U(rec.ops.len() as u64))]);
+            t.async_span(HostKind::Recording, start, &[rec.ops.len() as u64]);
         }
         if rec.is_empty() {
             // Everything ran on the host: no GPU work to submit or wait for.
@@ -201,7 +211,8 @@ impl Backend for VulkanBackend {
         if self.timing {
             // A timestamp at the start, after each command (at most one per op) and after the
             // clear.
-            rec.spans = Some(GpuSpans::new(&self.device, rec.ops.len() as u32 + 2)?);
+            rec.spans =
+                Some(GpuSpans::new(&self.device, rec.ops.len() as u32 + 2, self.detail, &mut self.spare_pools)?);
         }
         let pool = self.pool.as_mut().ok_or(crate::Error::DeviceLost)?;
         let cb = pool.begin(&self.device, completed)?;
@@ -212,16 +223,16 @@ impl Backend for VulkanBackend {
         };
         pool.end(&self.device, cb)?;
         if let Some(t) = &self.trace {
-            t.span("encode", "flush", started, smallvec::smallvec![("ops", ArgVal::U(rec.ops.len() as u64))]);
+            t.span(HostKind::Encode, started, &[rec.ops.len() as u64]);
         }
         let started = Instant::now();
-        let submit_ns = self.trace.as_ref().map(|t| t.now());
+        let submit_ns = self.trace.as_ref().map(|t| t.stamp());
         let submitted = {
             let _span = tracing::debug_span!("vkasync.submit").entered();
             self.device.submit(&[cb])
         };
         if let Some(t) = &self.trace {
-            t.span("submit", "flush", started, smallvec::smallvec![]);
+            t.span(HostKind::Submit, started, &[]);
         }
         match submitted {
             Ok(value) => {
@@ -289,7 +300,7 @@ impl Backend for VulkanBackend {
     fn record_mark(&mut self) -> usize {
         if self.epoch_start.is_none() {
             if let Some(t) = &self.trace {
-                self.epoch_start = Some(t.now());
+                self.epoch_start = Some(t.stamp());
             }
         }
         self.pending.ops.len()

@@ -11,7 +11,7 @@ use super::budget::MemoryBudget;
 use super::waiters::{Key, Waiters};
 use super::{FlushPolicy, Stats, WaitPolicy};
 use crate::error::{Error, Result};
-use crate::trace::{ArgVal, QueueTrace, TaskClock};
+use crate::trace::{HostKind, QueueTrace, TaskClock};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -415,12 +415,7 @@ impl<B: Backend> QueueCore<B> {
         bump(&self.counters.flush_ns, started.elapsed().as_nanos() as u64);
         if let Some(t) = &self.trace {
             let value = flushed.as_ref().map_or(0, |i| i.value);
-            t.span(
-                "flush",
-                "flush",
-                started,
-                smallvec::smallvec![("value", ArgVal::U(value)), ("waiters", ArgVal::U(keys.len() as u64))],
-            );
+            t.span(HostKind::Flush, started, &[value, keys.len() as u64]);
         }
         match flushed {
             Ok(info) if !info.submitted => {
@@ -586,12 +581,7 @@ impl<B: Backend> QueueCore<B> {
         let took = started.elapsed();
         bump(&self.counters.spin_ns, took.as_nanos() as u64);
         if let Some(t) = &self.trace {
-            t.span(
-                "spin",
-                "wait",
-                started,
-                smallvec::smallvec![("value", ArgVal::U(target)), ("reached", ArgVal::U(reached.is_some() as u64))],
-            );
+            t.span(HostKind::Spin, started, &[target, reached.is_some() as u64]);
         }
         let mut wakers = Vec::new();
         let Some(c) = reached else {
@@ -695,7 +685,7 @@ impl<B: Backend> QueueCore<B> {
     fn wait_unlocked(&self, waiter: &B::Waiter, target: u64, budget: Duration, started: Instant) -> Result<bool> {
         let r = self.wait_unlocked_inner(waiter, target, budget, started);
         if let Some(t) = &self.trace {
-            t.span("wait", "wait", started, smallvec::smallvec![("value", ArgVal::U(target))]);
+            t.span(HostKind::Wait, started, &[target]);
         }
         r
     }
@@ -826,13 +816,7 @@ impl<B: Backend> SyncFuture<B> {
     /// The `await` span of a wait that had to wait, once it is over.
     fn traced(&mut self, out: Result<()>) -> Poll<Result<()>> {
         if let (Some(t), Some(since)) = (&self.core.trace, self.since.take()) {
-            let mut args: smallvec::SmallVec<[(&'static str, ArgVal); 3]> =
-                smallvec::smallvec![("ctx", ArgVal::U(self.ctx)), ("ok", ArgVal::U(out.is_ok() as u64))];
-            let task = crate::trace::current_task();
-            if task != 0 {
-                args.push(("task", ArgVal::U(task)));
-            }
-            t.async_span("await", "await", since, args);
+            t.async_span(HostKind::Await, since, &[self.ctx, out.is_ok() as u64, crate::trace::current_task()]);
         }
         Poll::Ready(out)
     }
@@ -888,7 +872,7 @@ impl<B: Backend> Future for SyncFuture<B> {
             this.counted = true;
             bump(&core.counters.await_points, 1);
             if let Some(t) = &core.trace {
-                this.since = Some(t.now());
+                this.since = Some(t.stamp());
             }
         }
         let key = st.waiters.insert(cx.waker().clone());

@@ -106,7 +106,7 @@ impl<B: Backend> Local<B> {
         let guard = TaskGuard { local: Rc::downgrade(self), id };
         let trace = self.core.trace.clone().map(|t| {
             let task = crate::trace::next_id();
-            t.instant("spawn", smallvec::smallvec![("task", crate::trace::ArgVal::U(task))]);
+            t.instant(crate::trace::HostKind::Spawn, &[task]);
             (t, task)
         });
         let wrapped = async move {
@@ -269,18 +269,10 @@ impl<F: Future> Future for Traced<F> {
         // SAFETY: as above.
         let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
         let Some((t, task)) = &this.trace else { return inner.poll(cx) };
-        let started = std::time::Instant::now();
+        let started = t.stamp();
         let _scope = crate::trace::TaskScope::enter(*task);
         let out = inner.poll(cx);
-        t.span(
-            "poll",
-            "task",
-            started,
-            smallvec::smallvec![
-                ("task", crate::trace::ArgVal::U(*task)),
-                ("ready", crate::trace::ArgVal::U(out.is_ready() as u64))
-            ],
-        );
+        t.span_from(crate::trace::HostKind::Poll, started, &[*task, out.is_ready() as u64]);
         out
     }
 }

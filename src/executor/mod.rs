@@ -316,6 +316,15 @@ macro_rules! shared_setters {
             self
         }
 
+        /// Where the GPU writes the timestamps of a trace's GPU spans and of per-task GPU
+        /// time (default [`TraceDetail::Phases`](crate::trace::TraceDetail::Phases), or
+        /// `VKASYNC_TRACE_DETAIL=commands` for
+        /// [`TraceDetail::Commands`](crate::trace::TraceDetail::Commands)).
+        pub fn trace_detail(mut self, detail: crate::trace::TraceDetail) -> Self {
+            self.trace.detail = Some(detail);
+            self
+        }
+
         /// Measures each context's GPU time ([`Ctx::gpu_time`](crate::Ctx::gpu_time)) with
         /// timestamps around every command, without writing a trace (a trace turns it on
         /// too). Default: off.
