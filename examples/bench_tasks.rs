@@ -29,8 +29,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 use vkasync::{
-    kernels, Buffer, CommandList, Ctx, Device, Error, Executor, FlushPolicy, Kernel, MemoryKind, Queue, Recorder,
-    WaitPolicy,
+    kernels, Buffer, CommandList, Ctx, Device, Error, Executor, FlushPolicy, Kernel, MemoryKind, PerDevice, Queue,
+    QueueSet, Recorder, WaitPolicy,
 };
 
 /// Counts live heap bytes and their peak, for the host memory per in-flight task.
@@ -65,8 +65,10 @@ static ALLOC: Counting = Counting;
 /// through a `Queue`; `tokio-wN`, the same on N workers (only with `--modes`);
 /// `executor-traced`, the default executor writing a Chrome trace (to the temporary folder;
 /// timestamps per phase), `executor-traced-cmds`, the same with a timestamp per command, and
-/// `executor-timed`, with per-task GPU time only (these three only with `--modes`).
-const MODES: [&str; 16] = [
+/// `executor-timed`, with per-task GPU time only (these three only with `--modes`);
+/// `tokio-set`, the `tokio` mode over a `QueueSet` of `--gpus N` devices (all GPUs listed, or
+/// N logical devices of the one GPU where fewer are listed; only with `--modes`).
+const MODES: [&str; 17] = [
     "sequential",
     "executor",
     "executor-oldest",
@@ -83,6 +85,7 @@ const MODES: [&str; 16] = [
     "executor-traced",
     "executor-timed",
     "executor-traced-cmds",
+    "tokio-set",
 ];
 
 /// Modes run when `--modes` is not given: all but the tokio worker sweep.
@@ -239,6 +242,38 @@ fn run_tokio(
     })?;
     let run = t0.elapsed().as_secs_f64() * 1e6 / tasks as f64;
     let wait = (queue.stats().wait_ns - wait0) as f64 / 1e3 / tasks as f64;
+    Ok(ExecBreakdown { spawn: 0.0, run, wait, join: 0.0 })
+}
+
+/// `run_tokio` over a [`QueueSet`]: each task's context goes to the least-loaded device.
+#[allow(clippy::too_many_arguments)]
+fn run_tokio_set(
+    rt: &tokio::runtime::Runtime,
+    set: &QueueSet,
+    mixes: &PerDevice<Kernel>,
+    tasks: usize,
+    n: usize,
+    k: u32,
+    want: &std::sync::Arc<Vec<Vec<u32>>>,
+    zeroed: bool,
+) -> Result<ExecBreakdown, Error> {
+    let wait0: u64 = set.stats().iter().map(|s| s.wait_ns).sum();
+    let t0 = Instant::now();
+    rt.block_on(async {
+        let handles: Vec<_> = (0..tasks)
+            .map(|t| {
+                let ctx = set.context();
+                let mix = mixes.get(ctx.device()).expect("a device of the set").clone();
+                tokio::spawn(task(ctx, mix, t, n, k, want.clone(), zeroed))
+            })
+            .collect();
+        for h in handles {
+            h.await.expect("task panicked")?;
+        }
+        Ok::<(), Error>(())
+    })?;
+    let run = t0.elapsed().as_secs_f64() * 1e6 / tasks as f64;
+    let wait = (set.stats().iter().map(|s| s.wait_ns).sum::<u64>() - wait0) as f64 / 1e3 / tasks as f64;
     Ok(ExecBreakdown { spawn: 0.0, run, wait, join: 0.0 })
 }
 
@@ -427,18 +462,39 @@ struct Rig {
     queue: Queue,
     /// Tokio runtimes by mode name (16 workers for `tokio`, N for `tokio-wN`).
     runtimes: Vec<(&'static str, tokio::runtime::Runtime)>,
+    /// For `tokio-set`: the set, its kernels and a 16-worker runtime.
+    set: Option<(QueueSet, PerDevice<Kernel>, tokio::runtime::Runtime)>,
     raw: RawBatch,
 }
 
 impl Rig {
-    fn new(device: Device, eager_ops: usize, modes: &[String]) -> Result<Rig, Error> {
+    fn new(device: Device, eager_ops: usize, modes: &[String], gpus: usize) -> Result<Rig, Error> {
         let mix = Kernel::new(&device, &kernels::MIX)?;
         let runtimes = [("tokio", 16), ("tokio-w1", 1), ("tokio-w2", 2), ("tokio-w4", 4), ("tokio-w8", 8)]
             .into_iter()
             .filter(|(m, _)| modes.iter().any(|x| x == m))
             .map(|(m, w)| (m, tokio::runtime::Builder::new_multi_thread().worker_threads(w).build().expect("tokio")))
             .collect();
+        let set = match modes.iter().any(|m| m == "tokio-set") {
+            true => {
+                let listed = vkasync::adapters()?.len();
+                let mut devices = vec![device.clone()];
+                for i in 1..gpus.max(1) {
+                    devices.push(match listed >= gpus {
+                        true => Device::builder().selector(vkasync::DeviceSelector::Index(i)).build()?,
+                        false => Device::new()?,
+                    });
+                }
+                let set = QueueSet::new(&devices)?;
+                let mixes = set.per_device(|d| Kernel::new(d, &kernels::MIX))?;
+                let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(16).build().expect("tokio");
+                eprintln!("tokio-set over: {:?}", devices.iter().map(|d| d.info().name.clone()).collect::<Vec<_>>());
+                Some((set, mixes, rt))
+            }
+            false => None,
+        };
         let rig = Rig {
+            set,
             exec_group: Executor::builder(&device).flush_policy(FlushPolicy::GroupCommit).build()?,
             exec_nospin: Executor::builder(&device).spin_before_wait(std::time::Duration::ZERO).build()?,
             exec_traced: match modes.iter().any(|m| m == "executor-traced") {
@@ -523,6 +579,11 @@ impl Rig {
                 want,
                 zeroed,
             )?),
+            "tokio-set" => {
+                let (set, mixes, rt) = self.set.as_ref().expect("made for the mode");
+                let want = std::sync::Arc::new((**want).clone());
+                Some(run_tokio_set(rt, set, mixes, tasks, n, k, &want, zeroed)?)
+            }
             t if t.starts_with("tokio") => {
                 let rt = &self.runtimes.iter().find(|(m, _)| *m == t).expect("runtime").1;
                 let want = std::sync::Arc::new((**want).clone());
@@ -582,7 +643,8 @@ fn main() -> Result<(), Error> {
         "device: {name} (LP_NUM_THREADS={lp:?}, robust access: {:?}, zero-init: {zeroed})",
         device.robust_access()
     );
-    let mut rigs = vec![Rig::new(device, eager_ops, &modes)?];
+    let gpus: usize = arg(&args, "--gpus").and_then(|s| s.parse().ok()).unwrap_or(2);
+    let mut rigs = vec![Rig::new(device, eager_ops, &modes, gpus)?];
     let mut variants = vec![Variant { suffix: "", rig: 0, zeroed }];
     match arg(&args, "--ab").as_deref() {
         None => {}
@@ -590,7 +652,7 @@ fn main() -> Result<(), Error> {
         Some("robust") => {
             let off = open(Some(false))?;
             eprintln!("second device: robust access {:?}", off.robust_access());
-            rigs.push(Rig::new(off, eager_ops, &modes)?);
+            rigs.push(Rig::new(off, eager_ops, &modes, gpus)?);
             variants.push(Variant { suffix: "+norobust", rig: 1, zeroed });
         }
         Some(other) => {

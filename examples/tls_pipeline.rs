@@ -16,7 +16,10 @@
 //!   worker per host core), so that the host copies run on all cores;
 //! - `auto`: as `coalesced`, with the runtime choosing per flush between the GPU and the host
 //!   (`Offload::Auto`: small flushes run on the host with RustCrypto);
-//! - `cpu-1`: RustCrypto on one host core; `cpu-all`: RustCrypto on every host core.
+//! - `cpu-1`: RustCrypto on one host core; `cpu-all`: RustCrypto on every host core;
+//! - `coalesced-tokio-set` (only with `--modes`): `coalesced-tokio` over a [`QueueSet`] of
+//!   `--gpus N` devices (default 2: every GPU listed, or logical devices of the one GPU where
+//!   fewer are listed), each connection on the least-loaded device.
 //!
 //! It prints a table (records/s, GB/s of plaintext, p50/p99 record latency, submits,
 //! dispatches, host waits per run), the stats line of the last coalesced run, and with
@@ -26,16 +29,19 @@
 //! submit only when no task can run (`FlushPolicy::WhenIdle`) instead of by group commit.
 //!
 //! `cargo run --release --example tls_pipeline -- [--connections C] [--records R]
-//! [--record-size S] [--reps N] [--modes a,b,..] [--flush group|idle] [--workers W] [--csv FILE]`
+//! [--record-size S] [--reps N] [--modes a,b,..] [--flush group|idle] [--workers W] [--gpus N]
+//! [--csv FILE]`
 
 use aes::cipher::{KeyIvInit, StreamCipher};
 use hmac::Mac;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vkasync::crypto::{pack_le_words, unpack_le_words, AesKey, Crypto, HmacKey, MessageIndex, Offload, RecordKeys};
-use vkasync::{Buffer, Device, Error, Executor, FlushPolicy, MemoryKind, Queue, Stats};
+use vkasync::{Buffer, Device, Error, Executor, FlushPolicy, MemoryKind, PerDevice, Queue, QueueSet, Stats};
 
 const MODES: [&str; 7] = ["blocking", "waits-only", "coalesced", "coalesced-tokio", "auto", "cpu-1", "cpu-all"];
+/// Modes run only when named in `--modes`.
+const EXTRA_MODES: [&str; 1] = ["coalesced-tokio-set"];
 
 fn flag(args: &[String], name: &str) -> Option<String> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
@@ -303,6 +309,57 @@ fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize) -> Result<
     Run::of_tasks(results.into_iter().collect::<Result<Vec<_>, Error>>()?, wall, queue.stats())
 }
 
+/// `run_tokio` over a [`QueueSet`]: each connection's context on the least-loaded device, with
+/// that device's `Crypto`.
+fn run_tokio_set(
+    set: &QueueSet,
+    cryptos: &PerDevice<Crypto>,
+    conns: &Arc<Vec<Conn>>,
+    workers: usize,
+) -> Result<Run, Error> {
+    let before = set.stats();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
+    let bufs: Vec<Vec<Vec<u8>>> = conns.iter().map(|c| c.records.clone()).collect();
+    let start = Instant::now();
+    let results = rt.block_on(async {
+        let handles: Vec<_> = bufs
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut bufs)| {
+                let ctx = set.context();
+                let crypto = cryptos.get(ctx.device()).expect("a device of the set").clone();
+                let conns = conns.clone();
+                tokio::spawn(async move {
+                    let c = &conns[i];
+                    let mut out = Vec::with_capacity(bufs.len());
+                    let mut lat = Vec::with_capacity(bufs.len());
+                    for (seq, buf) in bufs.iter_mut().enumerate() {
+                        let t = Instant::now();
+                        out.push(crypto.seal_in_place(&ctx, &c.keys, seq as u64, buf).await?);
+                        lat.push(t.elapsed());
+                    }
+                    Ok::<_, Error>((bufs, out, lat))
+                })
+            })
+            .collect();
+        let mut v = Vec::with_capacity(handles.len());
+        for h in handles {
+            v.push(h.await.expect("a connection's task panicked"));
+        }
+        v
+    });
+    let wall = start.elapsed();
+    drop(rt);
+    // This run's counters, summed over the devices.
+    let mut s = Stats::default();
+    for (now, was) in set.stats().iter().zip(&before) {
+        s.submits += now.submits - was.submits;
+        s.dispatches += now.dispatches - was.dispatches;
+        s.host_waits += now.host_waits - was.host_waits;
+    }
+    Run::of_tasks(results.into_iter().collect::<Result<Vec<_>, Error>>()?, wall, s)
+}
+
 fn percentile(v: &mut [Duration], p: f64) -> Duration {
     v.sort();
     v.get(((v.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or_default()
@@ -316,8 +373,8 @@ fn main() -> Result<(), Error> {
     let reps = num(&args, "--reps", 3).max(1);
     let modes: Vec<String> = flag(&args, "--modes")
         .map_or_else(|| MODES.iter().map(|m| m.to_string()).collect(), |m| m.split(',').map(String::from).collect());
-    if let Some(bad) = modes.iter().find(|m| !MODES.contains(&m.as_str())) {
-        eprintln!("unknown mode {bad:?}; modes: {}", MODES.join(","));
+    if let Some(bad) = modes.iter().find(|m| !MODES.contains(&m.as_str()) && !EXTRA_MODES.contains(&m.as_str())) {
+        eprintln!("unknown mode {bad:?}; modes: {},{}", MODES.join(","), EXTRA_MODES.join(","));
         std::process::exit(2);
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -364,6 +421,30 @@ fn main() -> Result<(), Error> {
     run_executor(&crypto, &warm, false, flush)?;
     run_blocking(&device, &crypto, &warm)?;
 
+    let set = match modes.iter().any(|m| m == "coalesced-tokio-set") {
+        true => {
+            let gpus = num(&args, "--gpus", 2).max(1);
+            let listed = vkasync::adapters()?.len();
+            let mut devices = vec![device.clone()];
+            for i in 1..gpus {
+                devices.push(match listed >= gpus {
+                    true => Device::builder().selector(vkasync::DeviceSelector::Index(i)).build()?,
+                    false => Device::new()?,
+                });
+            }
+            println!(
+                "coalesced-tokio-set over: {:?}",
+                devices.iter().map(|d| d.info().name.clone()).collect::<Vec<_>>()
+            );
+            let set = QueueSet::new(&devices)?;
+            let cryptos = set.per_device(|d| Ok(Crypto::new(d)?.with_offload(Offload::Gpu)))?;
+            // Warm-up of each device's pipelines.
+            run_tokio_set(&set, &cryptos, &warm, workers)?;
+            Some((set, cryptos))
+        }
+        false => None,
+    };
+
     let mut runs: Vec<Vec<Run>> = modes.iter().map(|_| Vec::new()).collect();
     for rep in 0..reps {
         for k in 0..modes.len() {
@@ -374,6 +455,10 @@ fn main() -> Result<(), Error> {
                 "coalesced" => run_executor(&crypto, &conns, true, flush)?,
                 "auto" => run_executor(&auto, &conns, true, flush)?,
                 "coalesced-tokio" => run_tokio(&crypto, &conns, workers)?,
+                "coalesced-tokio-set" => {
+                    let (set, cryptos) = set.as_ref().expect("made for the mode");
+                    run_tokio_set(set, cryptos, &conns, workers)?
+                }
                 "cpu-1" => run_cpu(&conns, 1),
                 _ => run_cpu(&conns, cores),
             };

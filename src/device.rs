@@ -452,6 +452,12 @@ impl Device {
         })
     }
 
+    /// Whether `other` is a handle to this same `VkDevice` (clones are; two devices opened on
+    /// one GPU are not).
+    pub fn same_device(&self, other: &Device) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
     /// The chosen device's description.
     pub fn info(&self) -> &AdapterInfo {
         &self.shared.info

@@ -61,8 +61,8 @@ pub use commands::{CommandList, Readback, Recorder};
 pub use device::{Device, DeviceBuilder, Limits, MemoryReport, RobustAccess};
 pub use error::{Error, Result};
 pub use executor::{
-    Ctx, Executor, ExecutorBuilder, FlushPolicy, JoinError, JoinHandle, Queue, QueueBuilder, Spawner, Stats,
-    WaitPolicy, DEFAULT_SPIN_BOUND,
+    Ctx, Executor, ExecutorBuilder, FlushPolicy, JoinError, JoinHandle, PerDevice, Queue, QueueBuilder, QueueSet,
+    Spawner, Stats, WaitPolicy, DEFAULT_SPIN_BOUND,
 };
 pub use instance::{adapters, AdapterInfo, DeviceSelector, DeviceType, QueueFamilyInfo};
 pub use kernel::{Arg, Kernel, KernelSource};

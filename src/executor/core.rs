@@ -789,6 +789,10 @@ fn fire_upto<B>(st: &mut State<B>, upto: u64, outcome: Result<(), Error>, wakers
 pub(crate) struct ContextState {
     pub last: Mutex<Option<Arc<Batch>>>,
     pub clock: std::sync::OnceLock<Arc<TaskClock>>,
+    /// Counts the context as a job in progress of a [`crate::QueueSet`] while it lives (held
+    /// for its `Drop`).
+    #[allow(dead_code)]
+    pub load: Option<super::set::LoadGuard>,
 }
 
 impl ContextState {

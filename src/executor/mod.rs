@@ -142,6 +142,7 @@ mod context;
 pub(crate) mod core;
 mod local;
 mod queue;
+mod set;
 mod task;
 mod waiters;
 
@@ -150,6 +151,7 @@ mod sim;
 
 pub use context::{Ctx, Synchronize};
 pub use queue::{Queue, QueueBuilder};
+pub use set::{PerDevice, QueueSet};
 pub use task::{JoinError, JoinHandle, Spawner};
 
 use self::backend::VulkanBackend;

@@ -95,6 +95,16 @@ impl Queue {
         }
     }
 
+    /// A context counted as a job in progress of a [`crate::QueueSet`] while it lives.
+    pub(crate) fn context_with_load(&self, load: super::set::LoadGuard) -> Ctx {
+        Ctx {
+            shared: self.inner.core.clone(),
+            state: Arc::new(super::core::ContextState { load: Some(load), ..Default::default() }),
+            device: self.inner.device.clone(),
+            keep: Some(self.inner.clone()),
+        }
+    }
+
     /// The device.
     pub fn device(&self) -> &Device {
         &self.inner.device
