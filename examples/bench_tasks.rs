@@ -67,8 +67,9 @@ static ALLOC: Counting = Counting;
 /// timestamps per phase), `executor-traced-cmds`, the same with a timestamp per command, and
 /// `executor-timed`, with per-task GPU time only (these three only with `--modes`);
 /// `tokio-set`, the `tokio` mode over a `QueueSet` of `--gpus N` devices (all GPUs listed, or
-/// N logical devices of the one GPU where fewer are listed; only with `--modes`).
-const MODES: [&str; 17] = [
+/// N logical devices of the one GPU where fewer are listed) on `--set-workers W` workers
+/// (default 16), and `tokio-w32` (only with `--modes`).
+const MODES: [&str; 18] = [
     "sequential",
     "executor",
     "executor-oldest",
@@ -86,6 +87,7 @@ const MODES: [&str; 17] = [
     "executor-timed",
     "executor-traced-cmds",
     "tokio-set",
+    "tokio-w32",
 ];
 
 /// Modes run when `--modes` is not given: all but the tokio worker sweep.
@@ -468,13 +470,21 @@ struct Rig {
 }
 
 impl Rig {
-    fn new(device: Device, eager_ops: usize, modes: &[String], gpus: usize) -> Result<Rig, Error> {
+    fn new(
+        device: Device,
+        eager_ops: usize,
+        modes: &[String],
+        (gpus, set_workers): (usize, usize),
+    ) -> Result<Rig, Error> {
         let mix = Kernel::new(&device, &kernels::MIX)?;
-        let runtimes = [("tokio", 16), ("tokio-w1", 1), ("tokio-w2", 2), ("tokio-w4", 4), ("tokio-w8", 8)]
-            .into_iter()
-            .filter(|(m, _)| modes.iter().any(|x| x == m))
-            .map(|(m, w)| (m, tokio::runtime::Builder::new_multi_thread().worker_threads(w).build().expect("tokio")))
-            .collect();
+        let runtimes =
+            [("tokio", 16), ("tokio-w1", 1), ("tokio-w2", 2), ("tokio-w4", 4), ("tokio-w8", 8), ("tokio-w32", 32)]
+                .into_iter()
+                .filter(|(m, _)| modes.iter().any(|x| x == m))
+                .map(|(m, w)| {
+                    (m, tokio::runtime::Builder::new_multi_thread().worker_threads(w).build().expect("tokio"))
+                })
+                .collect();
         let set = match modes.iter().any(|m| m == "tokio-set") {
             true => {
                 let listed = vkasync::adapters()?.len();
@@ -487,7 +497,8 @@ impl Rig {
                 }
                 let set = QueueSet::new(&devices)?;
                 let mixes = set.per_device(|d| Kernel::new(d, &kernels::MIX))?;
-                let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(16).build().expect("tokio");
+                let rt =
+                    tokio::runtime::Builder::new_multi_thread().worker_threads(set_workers).build().expect("tokio");
                 eprintln!("tokio-set over: {:?}", devices.iter().map(|d| d.info().name.clone()).collect::<Vec<_>>());
                 Some((set, mixes, rt))
             }
@@ -644,7 +655,8 @@ fn main() -> Result<(), Error> {
         device.robust_access()
     );
     let gpus: usize = arg(&args, "--gpus").and_then(|s| s.parse().ok()).unwrap_or(2);
-    let mut rigs = vec![Rig::new(device, eager_ops, &modes, gpus)?];
+    let set_workers: usize = arg(&args, "--set-workers").and_then(|s| s.parse().ok()).unwrap_or(16);
+    let mut rigs = vec![Rig::new(device, eager_ops, &modes, (gpus, set_workers))?];
     let mut variants = vec![Variant { suffix: "", rig: 0, zeroed }];
     match arg(&args, "--ab").as_deref() {
         None => {}
@@ -652,7 +664,7 @@ fn main() -> Result<(), Error> {
         Some("robust") => {
             let off = open(Some(false))?;
             eprintln!("second device: robust access {:?}", off.robust_access());
-            rigs.push(Rig::new(off, eager_ops, &modes, gpus)?);
+            rigs.push(Rig::new(off, eager_ops, &modes, (gpus, set_workers))?);
             variants.push(Variant { suffix: "+norobust", rig: 1, zeroed });
         }
         Some(other) => {
