@@ -376,9 +376,13 @@ impl Device {
             device_info = device_info.push_next(&mut robust2);
         }
         let device_info = device_info.enabled_extension_names(&ext_names);
-        // SAFETY: `device_info` and all it points to live across the call; the features asked
-        // for were checked (timeline semaphores by the selector).
-        let device = unsafe { instance.create_device(physical, &device_info, None) }.map_err(|e| match e {
+        let device = {
+            let _serial = crate::instance::lifecycle();
+            // SAFETY: `device_info` and all it points to live across the call; the features
+            // asked for were checked (timeline semaphores by the selector).
+            unsafe { instance.create_device(physical, &device_info, None) }
+        }
+        .map_err(|e| match e {
             vk::Result::ERROR_FEATURE_NOT_PRESENT | vk::Result::ERROR_EXTENSION_NOT_PRESENT => {
                 unsupported("a feature or extension vkasync needs")
             }
@@ -713,7 +717,10 @@ impl Drop for DeviceShared {
             }
             ManuallyDrop::drop(&mut self.allocator);
             self.device.destroy_semaphore(self.timeline, None);
-            self.device.destroy_device(None);
+            {
+                let _serial = crate::instance::lifecycle();
+                self.device.destroy_device(None);
+            }
             ManuallyDrop::drop(&mut self.instance);
         }
     }
@@ -725,6 +732,7 @@ struct DestroyDevice(Option<ash::Device>);
 impl Drop for DestroyDevice {
     fn drop(&mut self) {
         if let Some(d) = self.0.take() {
+            let _serial = crate::instance::lifecycle();
             // SAFETY: only reached when opening failed before any object of `d` escaped.
             unsafe { d.destroy_device(None) };
         }

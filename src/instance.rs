@@ -122,8 +122,22 @@ pub(crate) struct InstanceShared {
     pub log: Arc<ValidationLog>,
 }
 
+/// Serialises creating and destroying instances and devices across the process. Vulkan allows
+/// them on different instances at once; the Khronos validation layer keeps process-wide state,
+/// and a crash inside its `vkDestroyDebugUtilsMessengerEXT` was seen with two queue drivers
+/// destroying their instances together while the process exited (lavapipe, about one run in
+/// twenty of `tests/queue_set.rs`; the exit itself is handled by the executor's `LiveDriver`).
+/// These calls are rare and slow, so serialising them costs nothing that matters.
+pub(crate) static LIFECYCLE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Takes [`LIFECYCLE`] (ignoring poisoning: the guarded calls leave nothing half-done of ours).
+pub(crate) fn lifecycle() -> std::sync::MutexGuard<'static, ()> {
+    LIFECYCLE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 impl Drop for InstanceShared {
     fn drop(&mut self) {
+        let _serial = lifecycle();
         // SAFETY: the device made from this instance has been destroyed (DeviceShared owns this
         // value and drops it after destroying the device); no other object of the instance lives.
         unsafe {
@@ -190,6 +204,7 @@ unsafe extern "system" fn debug_callback(
 /// Creates a Vulkan 1.2 instance; with `validation`, turns on the Khronos validation layer with
 /// synchronization validation and routes its messages into `log` and the returned counter.
 pub(crate) fn create_instance(validation: bool, loader: Option<&std::path::Path>) -> Result<InstanceShared> {
+    let _serial = lifecycle();
     let entry = load_entry(loader)?;
     // SAFETY: plain queries on a loaded entry.
     let version = unsafe { entry.try_enumerate_instance_version() }

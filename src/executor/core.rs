@@ -937,14 +937,66 @@ pub(crate) fn spawn_driver<B: Backend>(core: &Arc<QueueCore<B>>, name: &str) -> 
     let waiter = core.lock().backend.waiter();
     let core = core.clone();
     let (done, rx) = std::sync::mpsc::channel();
+    let live = LiveDriver::start();
     std::thread::Builder::new()
         .name(name.into())
         .spawn(move || {
             core.drive(&waiter);
             drop(waiter);
             drop(core);
+            drop(live);
             let _ = done.send(());
         })
         .map(|_| rx)
         .map_err(|e| Error::InvalidArgument(format!("could not start the queue's driver thread: {e}")))
+}
+
+/// Driver threads that have not yet let go of their queue and device, process-wide.
+///
+/// A [`crate::Queue`] closes without blocking: its driver finishes what is in flight, then
+/// drops the queue and, as the last owner, often the device and its instance. If the process
+/// exits meanwhile (`main` returns right after the last handle is dropped), the exit runs the
+/// libraries' destructors (the Vulkan loader's, the validation layer's) under that thread: seen
+/// as a crash inside the layer's `vkDestroyDebugUtilsMessengerEXT` on lavapipe. So on Unix an
+/// exit handler, registered when the first driver starts (after the loader and layers are
+/// loaded, so that it runs before their destructors), waits (bounded) for every driver to end.
+/// Nothing blocks in `Drop`.
+struct LiveDriver;
+
+static LIVE_DRIVERS: Mutex<usize> = Mutex::new(0);
+static DRIVERS_ENDED: Condvar = Condvar::new();
+
+impl LiveDriver {
+    fn start() -> Self {
+        #[cfg(unix)]
+        {
+            static REGISTER: std::sync::Once = std::sync::Once::new();
+            REGISTER.call_once(|| {
+                extern "C" fn wait_for_drivers() {
+                    // The bound covers a driver's own bounded shutdown wait.
+                    let deadline = Instant::now() + SHUTDOWN_BOUND + Duration::from_secs(1);
+                    let mut live = lock(&LIVE_DRIVERS);
+                    while *live > 0 {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        if left.is_zero() {
+                            return;
+                        }
+                        live = DRIVERS_ENDED.wait_timeout(live, left).map_or_else(|p| p.into_inner().0, |r| r.0);
+                    }
+                }
+                // SAFETY: registers a plain `extern "C"` function with no arguments, which
+                // atexit calls once at exit; the function only touches statics.
+                let _ = unsafe { libc::atexit(wait_for_drivers) };
+            });
+        }
+        *lock(&LIVE_DRIVERS) += 1;
+        LiveDriver
+    }
+}
+
+impl Drop for LiveDriver {
+    fn drop(&mut self) {
+        *lock(&LIVE_DRIVERS) -= 1;
+        DRIVERS_ENDED.notify_all();
+    }
 }
