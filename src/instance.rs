@@ -166,23 +166,36 @@ const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 
 unsafe extern "system" fn debug_callback(
     severity: vk::DebugUtilsMessageSeverityFlagsEXT,
-    _types: vk::DebugUtilsMessageTypeFlagsEXT,
+    types: vk::DebugUtilsMessageTypeFlagsEXT,
     data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
     user: *mut c_void,
 ) -> vk::Bool32 {
     // SAFETY: the layer passes a valid callback-data pointer for the duration of the call, and
     // `user` is the `ValidationLog` that the InstanceShared keeps alive until the messenger is
     // destroyed.
-    let (message, log) = unsafe {
+    let (message, log, from_loader) = unsafe {
         let msg = if data.is_null() || (*data).p_message.is_null() {
             String::from("(no message)")
         } else {
             CStr::from_ptr((*data).p_message).to_string_lossy().into_owned()
         };
-        (msg, &*(user as *const ValidationLog))
+        let id_name = if data.is_null() || (*data).p_message_id_name.is_null() {
+            None
+        } else {
+            Some(CStr::from_ptr((*data).p_message_id_name))
+        };
+        let id = if data.is_null() { 0 } else { (*data).message_id_number };
+        // The Vulkan loader reports through the same messenger (for example Ubuntu 22.04's
+        // loader warns that a driver it found, Mesa's virtio one, cannot start): general
+        // messages named "Loader Message", with no message number. They are logged, not
+        // counted: only the layers' findings fail a test.
+        let from_loader = id_name == Some(c"Loader Message")
+            || (types == vk::DebugUtilsMessageTypeFlagsEXT::GENERAL && id == 0 && id_name.is_none());
+        (msg, &*(user as *const ValidationLog), from_loader)
     };
-    let counted = severity
-        .intersects(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR | vk::DebugUtilsMessageSeverityFlagsEXT::WARNING);
+    let counted = !from_loader
+        && severity
+            .intersects(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR | vk::DebugUtilsMessageSeverityFlagsEXT::WARNING);
     if counted {
         log.count.fetch_add(1, Ordering::SeqCst);
         if let Ok(mut m) = log.messages.lock() {

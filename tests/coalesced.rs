@@ -84,7 +84,10 @@ fn seal_and_open_match_rustcrypto_and_share_dispatches() {
     let _w = Watchdog::new(std::time::Duration::from_secs(300));
     let device = device();
     let crypto = Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
-    let exec = Executor::new(&device).unwrap();
+    // Submitting only when no task can run makes the sharing deterministic: under group commit
+    // how often a round splits depends on the device's speed (460 flushes were seen on Ubuntu
+    // 24.04's faster lavapipe, against about 300 here).
+    let exec = Executor::builder(&device).flush_policy(vkasync::FlushPolicy::WhenIdle).build().unwrap();
     let n = 300u64;
     let mut handles = Vec::new();
     for c in 0..n {
@@ -118,10 +121,10 @@ fn seal_and_open_match_rustcrypto_and_share_dispatches() {
     assert_eq!(ok, n as usize);
     let s = exec.stats();
     // Seal: AES then HMAC; open: HMAC, then AES. At most three dispatches per flush, and the
-    // 1,800 calls go out in a few flushes per round of the tasks (group commit splits a round
-    // where the GPU was idle when its first task waited; how often depends on the timing).
+    // 1,800 calls go out in one flush per round of the tasks (six rounds: three records, each
+    // sealed then opened).
     assert!(s.dispatches <= 3 * s.flushes, "{s}");
-    assert!(s.flushes * 5 <= 1800, "{s}");
+    assert!(s.flushes <= 12, "{s}");
     drop((exec, crypto));
     finish(device);
 }
