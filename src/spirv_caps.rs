@@ -342,9 +342,20 @@ pub(crate) fn check(
         local_size = literal_sizes.iter().find(|(e, _)| *e == entry).map(|(_, s)| *s);
     }
     let size = local_size.ok_or_else(|| bad("the compute entry point declares no workgroup size".into()))?;
-    let invocations = size.iter().map(|&s| s as u128).product::<u128>();
-    if size.contains(&0) || size.iter().zip(max_size).any(|(&s, m)| s > m) || invocations > max_invocations as u128 {
+    let fits = |size: [u32; 3]| {
+        let invocations = size.iter().map(|&s| s as u128).product::<u128>();
+        !(size.contains(&0) || size.iter().zip(max_size).any(|(&s, m)| s > m) || invocations > max_invocations as u128)
+    };
+    if !fits(size) {
         return Err(Error::WorkgroupSize { kernel: kernel.into(), size, max_size, max_invocations });
+    }
+    // A LocalSize literal that the WorkgroupSize built-in overrides must fit too. The
+    // specification lets the built-in win, but older validation layers (1.3.204, Ubuntu
+    // 22.04's) still check the literal against the device, and such a module is suspect anyway.
+    if let Some(&(_, literal)) = literal_sizes.iter().find(|(e, _)| *e == entry) {
+        if !fits(literal) {
+            return Err(Error::WorkgroupSize { kernel: kernel.into(), size: literal, max_size, max_invocations });
+        }
     }
     Ok(size)
 }

@@ -221,6 +221,26 @@ fn a_workgroup_larger_than_the_device_allows_is_refused() {
     finish(device);
 }
 
+#[test]
+fn a_local_size_literal_beyond_the_device_is_refused_even_where_the_built_in_overrides_it() {
+    let device = device();
+    let max = device.limits().max_compute_work_group_size[2];
+    let mut words = mix();
+    // Only the LocalSize literal's z grows; the WorkgroupSize built-in (64, 1, 1) still wins by
+    // the specification, but a literal beyond the device is refused (older validation layers
+    // check it).
+    for (at, _, op) in instructions(&words) {
+        if op == OP_EXECUTION_MODE && words[at + 2] == 17 {
+            words[at + 5] = max + 1;
+        }
+    }
+    match Kernel::from_words(&device, "z", &words) {
+        Err(Error::WorkgroupSize { size, .. }) => assert_eq!(size, [64, 1, max + 1]),
+        other => panic!("expected WorkgroupSize, got {other:?}"),
+    }
+    finish(device);
+}
+
 /// splitmix64.
 struct Rng(u64);
 

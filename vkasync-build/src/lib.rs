@@ -32,10 +32,12 @@
 //! - reproducible output: crate-relative file names, no debug information unless
 //!   `VKASYNC_SHADER_DEBUG=1`.
 //!
-//! It runs two programs, `glslc` (shaderc's compiler) and `spirv-val`: the Debian/Ubuntu
-//! packages `glslc` and `spirv-tools`, or the Vulkan SDK's (found in `$VULKAN_SDK/bin`);
-//! `GLSLC` and `SPIRV_VAL` name them explicitly. Nothing is linked into the build script, so no
-//! linker configuration is needed.
+//! It runs programs, never links them: `glslc` (shaderc's compiler) or, where there is no
+//! glslc (Ubuntu 22.04 packages none), glslang's `glslangValidator` followed by `spirv-opt`;
+//! then `spirv-val`. They come from the Debian/Ubuntu packages `glslc` (or `glslang-tools`) and
+//! `spirv-tools`, or the Vulkan SDK (found in `$VULKAN_SDK/bin`); `GLSLC`, `GLSLANG_VALIDATOR`,
+//! `SPIRV_OPT` and `SPIRV_VAL` name them explicitly. Nothing is linked into the build script,
+//! so no linker configuration is needed.
 
 pub mod reflect;
 
@@ -120,7 +122,7 @@ impl Kernels {
             let stamp_path = out.join(format!("{stem}.{flavour}.stamp"));
             let words = match cached(&stamp_path, &spv_path) {
                 Some(words) => words,
-                None => match compile(&tools.glslc(), &root, &rel, &include_dir, &out) {
+                None => match compile(&tools.compiler(), &root, &rel, &include_dir, &out) {
                     Ok((words, deps)) => {
                         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
                         fs::write(&spv_path, bytes).unwrap();
@@ -228,21 +230,28 @@ struct Tools;
 impl Tools {
     fn find() -> Self {
         println!("cargo:rerun-if-env-changed=GLSLC");
+        println!("cargo:rerun-if-env-changed=GLSLANG_VALIDATOR");
+        println!("cargo:rerun-if-env-changed=SPIRV_OPT");
         println!("cargo:rerun-if-env-changed=SPIRV_VAL");
         println!("cargo:rerun-if-env-changed=VULKAN_SDK");
         Tools
     }
 
-    fn locate(var: &str, name: &str, package: &str) -> PathBuf {
+    /// The program named by `var`, else `name` on `PATH` or in `$VULKAN_SDK/bin`.
+    fn search(var: &str, name: &str) -> Option<PathBuf> {
         if let Some(p) = env::var_os(var) {
-            return PathBuf::from(p);
+            return Some(PathBuf::from(p));
         }
         let exe = if cfg!(windows) { format!("{name}.exe") } else { name.to_string() };
         let mut dirs: Vec<PathBuf> = env::var_os("PATH").map(|p| env::split_paths(&p).collect()).unwrap_or_default();
         if let Some(sdk) = env::var_os("VULKAN_SDK") {
             dirs.push(PathBuf::from(sdk).join("bin"));
         }
-        match dirs.iter().map(|d| d.join(&exe)).find(|p| p.is_file()) {
+        dirs.iter().map(|d| d.join(&exe)).find(|p| p.is_file())
+    }
+
+    fn locate(var: &str, name: &str, package: &str) -> PathBuf {
+        match Self::search(var, name) {
             Some(p) => p,
             None => {
                 eprintln!(
@@ -255,8 +264,26 @@ impl Tools {
         }
     }
 
-    fn glslc(&self) -> PathBuf {
-        Self::locate("GLSLC", "glslc", "glslc")
+    /// glslc where there is one; else glslang's `glslangValidator` followed by `spirv-opt`
+    /// (Ubuntu 22.04 packages no glslc: its `glslang-tools` and `spirv-tools` do the same).
+    fn compiler(&self) -> Compiler {
+        if let Some(glslc) = Self::search("GLSLC", "glslc") {
+            return Compiler::Glslc(glslc);
+        }
+        match Self::search("GLSLANG_VALIDATOR", "glslangValidator") {
+            Some(validator) => {
+                Compiler::Glslang { validator, opt: Self::locate("SPIRV_OPT", "spirv-opt", "spirv-tools") }
+            }
+            None => {
+                eprintln!(
+                    "error: neither `glslc` nor `glslangValidator` found on PATH (nor in $VULKAN_SDK/bin). vkasync \
+                     compiles its GLSL kernels with one of them at build time: install the Debian/Ubuntu package \
+                     `glslc` (Debian 12, Ubuntu 24.04) or `glslang-tools` (Ubuntu 22.04) with `spirv-tools` \
+                     (scripts/install-deps.sh does), or the Vulkan SDK on Windows, or set GLSLC to the program"
+                );
+                std::process::exit(1);
+            }
+        }
     }
 
     fn spirv_val(&self) -> PathBuf {
@@ -264,11 +291,18 @@ impl Tools {
     }
 }
 
-/// Compiles `rel` (a path inside the crate, so that no absolute path reaches the SPIR-V) with
-/// glslc: Vulkan 1.2, SPIR-V 1.5, optimised for performance, `#include` from the file's folder
-/// and `shaders/include/`. Returns the words and every file it read (from glslc's depfile).
+/// The GLSL compiler: glslc, or glslangValidator then spirv-opt (see [`Tools::compiler`]).
+enum Compiler {
+    Glslc(PathBuf),
+    Glslang { validator: PathBuf, opt: PathBuf },
+}
+
+/// Compiles `rel` (a path inside the crate, so that no absolute path reaches the SPIR-V): Vulkan
+/// 1.2, SPIR-V 1.5, optimised for performance, `#include` from the file's folder and
+/// `shaders/include/`. Returns the words and every file it read (from the compiler's depfile).
+/// Errors come back as the compiler prints them, `file:line` first.
 fn compile(
-    glslc: &Path,
+    compiler: &Compiler,
     root: &Path,
     rel: &str,
     include_dir: &Path,
@@ -278,25 +312,60 @@ fn compile(
     let spv = out.join(format!("{stem}.tmp.spv"));
     let dep = out.join(format!("{stem}.d"));
     let include = include_dir.strip_prefix(root).unwrap_or(include_dir);
-    let mut cmd = std::process::Command::new(glslc);
-    cmd.current_dir(root)
-        .args(["-fshader-stage=compute", "--target-env=vulkan1.2", "--target-spv=spv1.5", "-O"])
-        .arg("-I")
-        .arg(include)
-        .arg("-MD")
-        .arg("-MF")
-        .arg(&dep)
-        .arg("-o")
-        .arg(&spv)
-        .arg(rel);
-    if env::var("VKASYNC_SHADER_DEBUG").is_ok_and(|v| v == "1") {
-        cmd.arg("-g");
-    }
-    let output = cmd.output().map_err(|e| format!("could not run {}: {e}", glslc.display()))?;
-    let messages = String::from_utf8_lossy(&output.stderr).trim().to_string();
-    if !output.status.success() {
-        return Err(messages);
-    }
+    let debug = env::var("VKASYNC_SHADER_DEBUG").is_ok_and(|v| v == "1");
+    let run = |cmd: &mut std::process::Command, what: &Path| -> Result<String, String> {
+        let output = cmd.output().map_err(|e| format!("could not run {}: {e}", what.display()))?;
+        // glslc reports on stderr, glslangValidator on stdout (after the file's name).
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        let messages: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty() && *l != rel).collect();
+        let messages = messages.join("\n");
+        if output.status.success() {
+            Ok(messages)
+        } else {
+            Err(messages)
+        }
+    };
+    let messages = match compiler {
+        Compiler::Glslc(glslc) => {
+            let mut cmd = std::process::Command::new(glslc);
+            cmd.current_dir(root)
+                .args(["-fshader-stage=compute", "--target-env=vulkan1.2", "--target-spv=spv1.5", "-O"])
+                .arg("-I")
+                .arg(include)
+                .arg("-MD")
+                .arg("-MF")
+                .arg(&dep)
+                .arg("-o")
+                .arg(&spv)
+                .arg(rel);
+            if debug {
+                cmd.arg("-g");
+            }
+            run(&mut cmd, glslc)?
+        }
+        Compiler::Glslang { validator, opt } => {
+            let mut cmd = std::process::Command::new(validator);
+            cmd.current_dir(root)
+                .args(["-V", "--target-env", "vulkan1.2", "-S", "comp"])
+                .arg(format!("-I{}", include.display()))
+                .arg("--depfile")
+                .arg(&dep)
+                .arg("-o")
+                .arg(&spv)
+                .arg(rel);
+            if debug {
+                cmd.arg("-g");
+            }
+            let mut messages = run(&mut cmd, validator)?;
+            let mut cmd = std::process::Command::new(opt);
+            cmd.args(["-O", "--target-env=vulkan1.2"]).arg(&spv).arg("-o").arg(&spv);
+            let more = run(&mut cmd, opt)?;
+            if !more.is_empty() {
+                messages = format!("{messages}\n{more}");
+            }
+            messages.trim().to_string()
+        }
+    };
     if !messages.is_empty() {
         println!("cargo:warning={rel}: {}", messages.replace('\n', " "));
     }
