@@ -1,42 +1,4 @@
-//! Several GPUs behind one handle: a [`QueueSet`] holds one [`Queue`] per device and places
-//! each job on one of them.
-//!
-//! # Placement: the least-loaded queue
-//! [`QueueSet::context`] gives the job a context of the queue with the fewest jobs in progress
-//! (contexts alive), starting the scan at the next queue in turn so that ties go round-robin.
-//! Round-robin alone would hand a slower or busier device as many jobs as a fast idle one;
-//! counting live contexts adapts to that at the cost of one atomic add per job and one per
-//! context dropped, and needs no timing. A job stays on its queue: its buffers and kernels
-//! belong to that device ([`Ctx::device`]), and [`PerDevice`] finds a per-device object (a
-//! kernel, a [`crate::crypto::Crypto`]) for it.
-//!
-//! # Waiting
-//! Each device keeps its own queue, timeline semaphore and driver thread (Vulkan has no wait
-//! across two devices): every flush still ends in one wait on its own device, and a job waits
-//! only for its own device's work.
-//!
-//! ```
-//! use vkasync::{kernels, Buffer, Device, Kernel, MemoryKind, QueueSet};
-//!
-//! // Two devices (on a one-GPU machine, two logical devices of the same GPU).
-//! let devices = [Device::new()?, Device::new()?];
-//! let set = QueueSet::new(&devices)?;
-//! let mix = set.per_device(|d| Kernel::new(d, &kernels::MIX))?;
-//! let results: Vec<_> = (0..8u32)
-//!     .map(|i| {
-//!         let ctx = set.context();
-//!         let mix = mix.get(ctx.device()).unwrap().clone();
-//!         futures::executor::block_on(async move {
-//!             let buf = Buffer::<u32>::new(ctx.device(), 64, MemoryKind::Device)?;
-//!             ctx.upload(&buf, &[i; 64])?;
-//!             ctx.dispatch(&mix, [1, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[64u32, 1]))?;
-//!             ctx.read(&buf).await
-//!         })
-//!     })
-//!     .collect::<Result<_, _>>()?;
-//! assert_eq!(results.len(), 8);
-//! # Ok::<(), vkasync::Error>(())
-//! ```
+//! Several GPUs behind one handle: [`QueueSet`].
 
 use super::{Ctx, Queue, Stats};
 use crate::device::Device;
@@ -44,8 +6,45 @@ use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// One [`Queue`] per device behind one `Send + Sync + Clone` handle; each job's context goes to
-/// the least-loaded queue (see the [module docs](self)).
+/// One [`Queue`] per device behind one `Send + Sync + Clone` handle, placing each job on one
+/// of them.
+///
+/// # Placement: the least-loaded queue
+/// [`QueueSet::context`] gives the job a context of the queue with the fewest jobs in progress
+/// (contexts alive), starting the scan at the next queue in turn so that ties go round-robin.
+/// Round-robin alone would hand a slower or busier device as many jobs as a fast idle one;
+/// counting live contexts adapts to that at the cost of one atomic add per job and one per
+/// context dropped, and needs no timing. A job stays on its queue: its buffers and kernels
+/// belong to that device ([`Ctx::device`]), and [`PerDevice`] finds a per-device object (a
+/// kernel, a [`crate::crypto::Crypto`]) for it.
+///
+/// # Waiting
+/// Each device keeps its own queue, timeline semaphore and driver thread (Vulkan has no wait
+/// across two devices): every flush still ends in one wait on its own device, and a job waits
+/// only for its own device's work.
+///
+/// ```
+/// use vkasync::{kernels, Buffer, Device, Kernel, MemoryKind, QueueSet};
+///
+/// // Two devices (on a one-GPU machine, two logical devices of the same GPU).
+/// let devices = [Device::new()?, Device::new()?];
+/// let set = QueueSet::new(&devices)?;
+/// let mix = set.per_device(|d| Kernel::new(d, &kernels::MIX))?;
+/// let results: Vec<_> = (0..8u32)
+///     .map(|i| {
+///         let ctx = set.context();
+///         let mix = mix.get(ctx.device()).unwrap().clone();
+///         futures::executor::block_on(async move {
+///             let buf = Buffer::<u32>::new(ctx.device(), 64, MemoryKind::Device)?;
+///             ctx.upload(&buf, &[i; 64])?;
+///             ctx.dispatch(&mix, [1, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[64u32, 1]))?;
+///             ctx.read(&buf).await
+///         })
+///     })
+///     .collect::<Result<_, _>>()?;
+/// assert_eq!(results.len(), 8);
+/// # Ok::<(), vkasync::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct QueueSet {
     inner: Arc<SetInner>,
