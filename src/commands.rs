@@ -759,10 +759,19 @@ impl Recording {
                 }
             }
             for (slot, ((src, dst), regions)) in copies.iter().enumerate() {
-                // SAFETY: both buffers are live (the ops hold them); every region was checked
-                // against its buffer's range when recorded, and regions within one phase touch
-                // disjoint destination ranges (a conflict would have put them in later phases).
-                unsafe { d.cmd_copy_buffer(cmd, *src, *dst, regions) };
+                // Within one `VkBuffer` (two chunks of one pooled block), one region per
+                // command: the copy is valid with any number of disjoint regions, but validation
+                // layers before 1.3.239 (Ubuntu 22.04's 1.3.204) compare the regions' bounding
+                // ranges and report an overlap that is not there.
+                let per: &mut dyn Iterator<Item = &[vk::BufferCopy]> =
+                    if src == dst { &mut regions.chunks(1) } else { &mut std::iter::once(&regions[..]) };
+                for part in per {
+                    // SAFETY: both buffers are live (the ops hold them); every region was checked
+                    // against its buffer's range when recorded, and regions within one phase
+                    // touch disjoint destination ranges (a conflict would have put them in later
+                    // phases).
+                    unsafe { d.cmd_copy_buffer(cmd, *src, *dst, part) };
+                }
                 if let Some(sp) = &mut spans {
                     let ops = copy_ops.get(slot).map_or(&[][..], |o| &o[..]);
                     let bytes: u64 = regions.iter().map(|r| r.size).sum();
