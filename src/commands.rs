@@ -244,6 +244,21 @@ impl Recording {
         }
     }
 
+    /// A recording for the next epoch that reuses `ops`' allocation (empty, from
+    /// [`Recording::take_ops`] of a completed one).
+    pub fn with_ops(device: &Device, mut ops: Vec<Op>) -> Self {
+        ops.clear();
+        let mut r = Recording::with_capacity(device, 0);
+        r.ops = ops;
+        r
+    }
+
+    /// A submitted recording's ops, taken out so that their vector can be reused once they are
+    /// dropped (`None` for one never submitted: its drop releases what its ops counted).
+    pub fn take_ops(&mut self) -> Option<Vec<Op>> {
+        self.submitted.then(|| std::mem::take(&mut self.ops))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty() && self.host_reads.is_empty() && self.batch_items == 0
     }

@@ -5,7 +5,7 @@
 //! with one command buffer per flush and the device's timeline semaphore; the tests also drive
 //! the core with a simulated queue whose timeline they advance.
 
-use crate::commands::{CommandPool, Recording};
+use crate::commands::{CommandPool, Op, Recording};
 use crate::device::Device;
 use crate::error::Result;
 use crate::trace::{GpuSpans, HostKind, QueueTrace, TaskClock};
@@ -54,9 +54,28 @@ pub(crate) trait Backend: Send + 'static {
     fn pending_len(&self) -> usize;
     /// A number that changes whenever something is recorded (commands and host reads).
     fn recorded_count(&self) -> usize;
-    /// Submits everything recorded since the last flush in one submission and returns the
-    /// value it signals. On error the recorded work is discarded and no value is handed out.
-    fn flush(&mut self) -> Result<FlushInfo>;
+    /// Everything recorded since the last flush, taken out of the backend to be encoded and
+    /// submitted without the core's lock (see [`Backend::begin_flush`]).
+    type Job: Send;
+    /// Under the core's lock: takes everything recorded since the last flush (the next epoch
+    /// records into a new, empty recording) with what encoding it needs. The core runs at most
+    /// one job of a backend at a time, so a job may carry the backend's command pool.
+    fn begin_flush(&mut self) -> Self::Job;
+    /// Without the core's lock: encodes the job and submits it in one submission, returning
+    /// the value it signals. On error the work is discarded and no value is handed out.
+    fn run_flush(job: &mut Self::Job) -> Result<FlushInfo>;
+    /// Under the core's lock again: the job's submission (when `info` says it was made) goes
+    /// in flight, and what the job borrowed comes back.
+    fn end_flush(&mut self, job: Self::Job, info: &Result<FlushInfo>);
+    /// [`Backend::begin_flush`], [`Backend::run_flush`] and [`Backend::end_flush`] in one call,
+    /// for a caller that holds the backend (the model tests).
+    #[allow(dead_code)] // used by the model tests
+    fn flush(&mut self) -> Result<FlushInfo> {
+        let mut job = self.begin_flush();
+        let info = Self::run_flush(&mut job);
+        self.end_flush(job, &info);
+        info
+    }
     /// A handle that blocks on the timeline without the backend, so that the core's lock is
     /// not held while the driver waits.
     type Waiter: Waiter;
@@ -102,6 +121,8 @@ pub(crate) struct VulkanBackend {
     in_flight: VecDeque<(u64, Recording)>,
     /// Completed recordings not yet dropped: the core drops them after releasing its lock.
     retired: Vec<Recording>,
+    /// Their op vectors, for the next epochs.
+    spare_ops: SpareOps,
     /// The trace, when on.
     trace: Option<Arc<QueueTrace>>,
     /// Per-context GPU time (on with a trace, or on its own).
@@ -114,6 +135,56 @@ pub(crate) struct VulkanBackend {
     /// each in-flight submission was submitted (same order as `in_flight`).
     epoch_start: Option<i64>,
     submit_ns: VecDeque<i64>,
+    /// The device was lost, or shutting down gave up on the GPU: what is in flight was leaked,
+    /// and so is what a flush job running meanwhile submits.
+    abandoned: bool,
+}
+
+/// Emptied `ops` vectors of completed recordings, for later epochs. A flush of a thousand
+/// tasks holds a few hundred KiB of ops; allocating and freeing that for every flush, on
+/// whichever thread flushes, makes the allocator grow and trim its heap (an `mprotect`, which
+/// takes the process's memory-map lock) again and again.
+type SpareOps = Arc<std::sync::Mutex<Vec<Vec<Op>>>>;
+
+/// Completed recordings, dropped after the core's lock is released (which frees their buffers);
+/// their op vectors go back to the backend's spares.
+pub(crate) struct Retired {
+    recs: Vec<Recording>,
+    spare: Option<SpareOps>,
+}
+
+impl Drop for Retired {
+    fn drop(&mut self) {
+        for mut rec in self.recs.drain(..) {
+            let ops = rec.take_ops();
+            drop(rec);
+            if let (Some(mut ops), Some(spare)) = (ops, &self.spare) {
+                ops.clear();
+                let mut spare = crate::executor::core::lock(spare);
+                if spare.len() < 2 {
+                    spare.push(ops);
+                }
+            }
+        }
+    }
+}
+
+/// One flush of a [`VulkanBackend`], encoded and submitted without the core's lock.
+pub(crate) struct FlushJob {
+    device: Device,
+    rec: Recording,
+    /// The backend's command pool, lent for the job (`None` once the device was lost).
+    pool: Option<CommandPool>,
+    /// The counter as read when the job was taken: command buffers at or below it are reused.
+    completed: u64,
+    spare_pools: Vec<crate::timestamps::RawQueryPool>,
+    timing: bool,
+    detail: crate::trace::TraceDetail,
+    trace: Option<Arc<QueueTrace>>,
+    epoch_start: Option<i64>,
+    submit_ns: Option<i64>,
+    /// The value the submission signals, once made.
+    submitted: Option<u64>,
 }
 
 impl VulkanBackend {
@@ -133,12 +204,14 @@ impl VulkanBackend {
             pending: Recording::new(device),
             in_flight: VecDeque::new(),
             retired: Vec::new(),
+            spare_ops: SpareOps::default(),
             timing: opts.timing() || trace.is_some(),
             detail: opts.detail(),
             spare_pools: Vec::new(),
             trace,
             epoch_start: None,
             submit_ns: VecDeque::new(),
+            abandoned: false,
         })
     }
 
@@ -183,24 +256,46 @@ impl Backend for VulkanBackend {
         self.pending.len() + self.pending.host_reads.len()
     }
 
-    fn flush(&mut self) -> Result<FlushInfo> {
+    type Job = FlushJob;
+
+    fn begin_flush(&mut self) -> FlushJob {
         // The next epoch starts with room for as many commands as this one had.
-        let next = Recording::with_capacity(&self.device, self.pending.len());
+        let spare = crate::executor::core::lock(&self.spare_ops).pop();
+        let next = match spare {
+            Some(ops) => Recording::with_ops(&self.device, ops),
+            None => Recording::with_capacity(&self.device, self.pending.len()),
+        };
         let rec = std::mem::replace(&mut self.pending, next);
-        let mut rec = rec;
         // One counter read (tens of nanoseconds) lets earlier flushes that already completed
         // give their buffers and command buffers back before this one takes more.
         let completed = self.device.shared.completed_value().unwrap_or_else(|_| self.device.shared.cached_completed());
         self.retire(completed);
+        FlushJob {
+            device: self.device.clone(),
+            rec,
+            pool: self.pool.take(),
+            completed,
+            spare_pools: if self.timing { std::mem::take(&mut self.spare_pools) } else { Vec::new() },
+            timing: self.timing,
+            detail: self.detail,
+            trace: self.trace.clone(),
+            epoch_start: self.epoch_start.take(),
+            submit_ns: None,
+            submitted: None,
+        }
+    }
+
+    fn run_flush(job: &mut FlushJob) -> Result<FlushInfo> {
+        let rec = &mut job.rec;
         {
             let started = Instant::now();
             let _span = tracing::debug_span!("vkasync.encode_batches").entered();
             rec.encode_batches();
-            if let Some(t) = &self.trace {
+            if let Some(t) = &job.trace {
                 t.span(HostKind::EncodeBatches, started, &[]);
             }
         }
-        if let (Some(t), Some(start)) = (&self.trace, self.epoch_start.take()) {
+        if let (Some(t), Some(start)) = (&job.trace, job.epoch_start.take()) {
             t.async_span(HostKind::Recording, start, &[rec.ops.len() as u64]);
         }
         if rec.is_empty() {
@@ -208,40 +303,37 @@ impl Backend for VulkanBackend {
             rec.mark_nothing_to_submit();
             return Ok(FlushInfo { value: 0, submitted: false, ..FlushInfo::default() });
         }
-        if self.timing {
+        if job.timing {
             // A timestamp at the start, after each command (at most one per op) and after the
             // clear.
-            rec.spans =
-                Some(GpuSpans::new(&self.device, rec.ops.len() as u32 + 2, self.detail, &mut self.spare_pools)?);
+            rec.spans = Some(GpuSpans::new(&job.device, rec.ops.len() as u32 + 2, job.detail, &mut job.spare_pools)?);
         }
-        let pool = self.pool.as_mut().ok_or(crate::Error::DeviceLost)?;
-        let cb = pool.begin(&self.device, completed)?;
+        // No pool: the device was lost, and the pool was leaked with what it ran.
+        let pool = job.pool.as_mut().ok_or(crate::Error::DeviceLost)?;
+        let cb = pool.begin(&job.device, job.completed)?;
         let started = Instant::now();
         let stats = {
             let _span = tracing::debug_span!("vkasync.encode", ops = rec.ops.len()).entered();
             rec.encode(cb)
         };
-        pool.end(&self.device, cb)?;
-        if let Some(t) = &self.trace {
+        pool.end(&job.device, cb)?;
+        if let Some(t) = &job.trace {
             t.span(HostKind::Encode, started, &[rec.ops.len() as u64]);
         }
         let started = Instant::now();
-        let submit_ns = self.trace.as_ref().map(|t| t.stamp());
+        job.submit_ns = job.trace.as_ref().map(|t| t.stamp());
         let submitted = {
             let _span = tracing::debug_span!("vkasync.submit").entered();
-            self.device.submit(&[cb])
+            job.device.submit(&[cb])
         };
-        if let Some(t) = &self.trace {
+        if let Some(t) = &job.trace {
             t.span(HostKind::Submit, started, &[]);
         }
         match submitted {
             Ok(value) => {
                 pool.release(cb, Some(value));
                 rec.mark_submitted(value);
-                if let Some(ns) = submit_ns {
-                    self.submit_ns.push_back(ns);
-                }
-                self.in_flight.push_back((value, rec));
+                job.submitted = Some(value);
                 Ok(FlushInfo {
                     value,
                     barriers: stats.barriers,
@@ -257,14 +349,46 @@ impl Backend for VulkanBackend {
         }
     }
 
+    fn end_flush(&mut self, job: FlushJob, _info: &Result<FlushInfo>) {
+        let FlushJob { rec, pool, mut spare_pools, submit_ns, submitted, .. } = job;
+        spare_pools.truncate(4usize.saturating_sub(self.spare_pools.len()));
+        self.spare_pools.append(&mut spare_pools);
+        if self.abandoned {
+            // The device was lost while the job ran: what it submitted may still be running
+            // in a driver that no longer answers, so it is leaked with the pool, as in
+            // `abandon`.
+            std::mem::forget(pool);
+            if submitted.is_some() {
+                std::mem::forget(rec);
+            } else {
+                self.retired.push(rec);
+            }
+            return;
+        }
+        self.pool = pool;
+        match submitted {
+            Some(value) => {
+                if let Some(ns) = submit_ns {
+                    self.submit_ns.push_back(ns);
+                }
+                self.in_flight.push_back((value, rec));
+            }
+            // Not submitted (done on the host, or failed): dropped after the lock is released.
+            None => self.retired.push(rec),
+        }
+    }
+
     type Waiter = Device;
     fn waiter(&self) -> Device {
         self.device.clone()
     }
 
-    type Retired = Vec<Recording>;
-    fn take_retired(&mut self) -> Vec<Recording> {
-        std::mem::take(&mut self.retired)
+    type Retired = Retired;
+    fn take_retired(&mut self) -> Retired {
+        if self.retired.is_empty() {
+            return Retired { recs: Vec::new(), spare: None };
+        }
+        Retired { recs: std::mem::take(&mut self.retired), spare: Some(self.spare_ops.clone()) }
     }
 
     fn completed(&mut self) -> Result<u64> {
@@ -274,6 +398,7 @@ impl Backend for VulkanBackend {
     }
 
     fn abandon(&mut self) {
+        self.abandoned = true;
         self.pending = Recording::new(&self.device);
         self.submit_ns.clear();
         if !self.in_flight.is_empty() {
@@ -326,6 +451,7 @@ impl Backend for VulkanBackend {
                 log::error!(
                     "vkasync: executor dropped while the GPU still runs its work after {bound:?}; leaking that work's memory rather than freeing it under the GPU"
                 );
+                self.abandoned = true;
                 for (_, rec) in self.in_flight.drain(..) {
                     std::mem::forget(rec);
                 }

@@ -6,7 +6,7 @@
 //! statistics counters. Wakers are collected while the lock is held and woken after it is
 //! released.
 
-use super::backend::{Backend, Waiter};
+use super::backend::{Backend, FlushInfo, Waiter};
 use super::budget::MemoryBudget;
 use super::waiters::{Key, Waiters};
 use super::{FlushPolicy, Stats, WaitPolicy};
@@ -85,6 +85,17 @@ pub(crate) struct State<B> {
     stopped: bool,
     /// The queue's last handle is gone: the driver finishes what is in flight, then stops.
     closing: bool,
+    /// A flush is being encoded and submitted without the lock (see [`QueueCore::flush`]):
+    /// its epoch, and the waiters that came for that epoch meanwhile.
+    flushing: Option<Arc<Batch>>,
+    flushing_waiters: Vec<Key>,
+    /// A flush was asked for while another ran: its runner flushes again when done.
+    flush_again: bool,
+    /// Threads waiting for the running flush to end (see [`QueueCore::shutdown`]).
+    flush_watchers: usize,
+    /// A running executor found the GPU idle with work its tasks wait for, and more tasks to
+    /// run: the driver submits it (see `SyncFuture::poll`).
+    hand_off: bool,
 }
 
 impl<B> State<B> {
@@ -209,8 +220,8 @@ impl<B: Backend> Drop for StateGuard<'_, B> {
 /// What the driver does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Action {
-    /// Something changed (a flush): decide again.
-    Progress,
+    /// Submit what is recorded (see [`QueueCore::flush`]), then decide again.
+    Flush,
     /// Wait for the GPU to reach this value (spin, then block, without the lock).
     Wait(u64),
     /// Nothing to do until notified.
@@ -224,6 +235,8 @@ pub(crate) struct QueueCore<B> {
     pub state: Mutex<State<B>>,
     /// The driver sleeps on it; notified whenever there may be something for it to do.
     driver_cv: Condvar,
+    /// Notified when a flush ends, for threads that wait for it (`State::flush_watchers`).
+    flush_done: Condvar,
     pub counters: Counters,
     pub options: Options,
     /// The memory bound, when set (see [`super::budget`]).
@@ -234,6 +247,10 @@ pub(crate) struct QueueCore<B> {
     /// flushing and the first wait (a spin) are its job and the driver stays out of the way;
     /// when it parks or returns, the driver takes over (group commit, waits).
     parked: AtomicBool,
+    /// The running executor has more tasks ready after the one it polls.
+    more_ready: AtomicBool,
+    /// A driver thread runs this core (the model tests drive it inline instead).
+    threaded: AtomicBool,
     /// The queue's trace, when on (see [`crate::trace`]).
     pub trace: Option<Arc<QueueTrace>>,
     /// Per-context GPU time is measured.
@@ -260,13 +277,21 @@ impl<B: Backend> QueueCore<B> {
                 estimate: SpinEstimate { ns: options.spin.as_nanos().min(u64::MAX as u128) as u64 / 2 },
                 stopped: false,
                 closing: false,
+                flushing: None,
+                flushing_waiters: Vec::new(),
+                flush_again: false,
+                flush_watchers: 0,
+                hand_off: false,
             }),
             driver_cv: Condvar::new(),
+            flush_done: Condvar::new(),
             counters: Counters::default(),
             budget: options.memory_bound.map(MemoryBudget::new),
             options,
             running: AtomicU32::new(0),
             parked: AtomicBool::new(false),
+            more_ready: AtomicBool::new(false),
+            threaded: AtomicBool::new(false),
         })
     }
 
@@ -307,6 +332,20 @@ impl<B: Backend> QueueCore<B> {
             // No loop left to submit idle work: the driver takes over.
             self.notify_driver();
         }
+    }
+
+    /// The running executor has (`true`) or has not more tasks ready after the one it is
+    /// about to poll.
+    pub fn set_more_ready(&self, more: bool) {
+        self.more_ready.store(more, Ordering::Relaxed);
+    }
+
+    /// Whether a running executor's poll hands a flush to the driver thread: under group
+    /// commit, with a driver thread, while more tasks are ready to run.
+    fn hand_off(&self) -> bool {
+        self.options.flush == FlushPolicy::GroupCommit
+            && self.threaded.load(Ordering::Relaxed)
+            && self.more_ready.load(Ordering::Relaxed)
     }
 
     /// An executor's thread is running tasks (in its loop and not parked).
@@ -355,7 +394,7 @@ impl<B: Backend> QueueCore<B> {
                 *lock(&state.last) = Some(st.batch.clone());
             }
             if st.backend.pending_len() >= self.options.max_pending {
-                self.flush_locked(&mut st, &mut wakers);
+                drop(self.flush(st, &mut wakers));
             }
             r
         };
@@ -367,12 +406,24 @@ impl<B: Backend> QueueCore<B> {
     pub fn flush_now(&self) {
         let mut wakers = Vec::new();
         {
-            let mut st = self.lock();
+            // A flush running on another thread is waited for (it only encodes and submits),
+            // so that everything recorded before this call is submitted when it returns.
+            let st = self.after_flush(self.lock());
             if st.backend.has_pending() {
-                self.flush_locked(&mut st, &mut wakers);
+                drop(self.flush(st, &mut wakers));
             }
         }
         wake_all(wakers);
+    }
+
+    /// Waits (releasing the lock meanwhile) until no flush runs on another thread.
+    fn after_flush<'a>(&'a self, mut st: StateGuard<'a, B>) -> StateGuard<'a, B> {
+        while st.flushing.is_some() {
+            st.flush_watchers += 1;
+            st = st.wait_on(&self.flush_done);
+            st.flush_watchers -= 1;
+        }
+        st
     }
 
     /// A native executor found no task ready. Under [`FlushPolicy::WhenIdle`] (or whenever
@@ -383,9 +434,14 @@ impl<B: Backend> QueueCore<B> {
         let mut wakers = Vec::new();
         let flushed = {
             let mut st = self.lock();
+            // Idle now: a flush handed to the driver and not yet taken is this thread's again,
+            // and one the driver is running is waited for (it only encodes and submits), so
+            // that a loop that ends has submitted everything its tasks recorded.
+            st.hand_off = false;
+            let st = self.after_flush(st);
             let flush = st.backend.has_pending() && (!st.pending_waiters.is_empty() || st.by_value.is_empty());
             if flush {
-                self.flush_locked(&mut st, &mut wakers);
+                drop(self.flush(st, &mut wakers));
             }
             flush
         };
@@ -395,28 +451,81 @@ impl<B: Backend> QueueCore<B> {
 
     /// Submits everything recorded, moving the epoch's waiters to the value it signals. The
     /// driver is notified so that it waits for them.
-    fn flush_locked(&self, st: &mut State<B>, wakers: &mut Vec<Waker>) {
-        let batch = std::mem::replace(&mut st.batch, Batch::recording());
-        let keys = std::mem::take(&mut st.pending_waiters);
-        if let Some(e) = st.fatal.clone() {
-            st.backend.abandon();
-            batch.set(BatchStatus::Failed(e.clone()));
-            for k in keys {
-                wakers.extend(st.waiters.fire(k, Err(e.clone())));
+    ///
+    /// The work is taken under the lock, encoded and submitted without it (other threads go on
+    /// recording into the next epoch meanwhile), and published under it again; the guard
+    /// returned is that last hold. One flush runs at a time: asked for while one runs, it is
+    /// left to that one, which flushes again when done (`flush_again`), so submissions keep
+    /// their epochs' order.
+    fn flush<'a>(&'a self, mut st: StateGuard<'a, B>, wakers: &mut Vec<Waker>) -> StateGuard<'a, B> {
+        if st.flushing.is_some() {
+            st.flush_again = true;
+            return st;
+        }
+        loop {
+            let batch = std::mem::replace(&mut st.batch, Batch::recording());
+            let keys = std::mem::take(&mut st.pending_waiters);
+            if let Some(e) = st.fatal.clone() {
+                st.backend.abandon();
+                batch.set(BatchStatus::Failed(e.clone()));
+                for k in keys {
+                    wakers.extend(st.waiters.fire(k, Err(e.clone())));
+                }
+                st.flush_again = false;
+                return st;
             }
-            return;
+            bump(&self.counters.flushes, 1);
+            let mut job = st.backend.begin_flush();
+            st.flushing = Some(batch.clone());
+            let waiting = keys.len() as u64;
+            st.flushing_waiters = keys;
+            drop(st);
+
+            let started = Instant::now();
+            let flushed = {
+                let _span = tracing::debug_span!("vkasync.flush").entered();
+                B::run_flush(&mut job)
+            };
+            bump(&self.counters.flush_ns, started.elapsed().as_nanos() as u64);
+            if let Some(t) = &self.trace {
+                let value = flushed.as_ref().map_or(0, |i| i.value);
+                t.span(HostKind::Flush, started, &[value, waiting]);
+            }
+
+            st = self.lock();
+            st.backend.end_flush(job, &flushed);
+            st.flushing = None;
+            let keys = std::mem::take(&mut st.flushing_waiters);
+            if st.flush_watchers > 0 {
+                self.flush_done.notify_all();
+            }
+            // The device may have been lost while the job ran (its wait failed meanwhile).
+            let flushed = match (&st.fatal, flushed) {
+                (Some(e), Ok(_)) => Err(e.clone()),
+                (_, f) => f,
+            };
+            self.publish(&mut st, batch, keys, flushed, wakers);
+            let again = std::mem::take(&mut st.flush_again) && st.backend.has_pending() && !st.stopped;
+            if !again {
+                // The driver may have gone to sleep while this flush ran (see `decide`).
+                if !self.executor_running() {
+                    self.notify_driver();
+                }
+                return st;
+            }
         }
-        bump(&self.counters.flushes, 1);
-        let started = Instant::now();
-        let flushed = {
-            let _span = tracing::debug_span!("vkasync.flush", recorded = st.backend.pending_len()).entered();
-            st.backend.flush()
-        };
-        bump(&self.counters.flush_ns, started.elapsed().as_nanos() as u64);
-        if let Some(t) = &self.trace {
-            let value = flushed.as_ref().map_or(0, |i| i.value);
-            t.span(HostKind::Flush, started, &[value, keys.len() as u64]);
-        }
+    }
+
+    /// A flush of `batch` ended with `flushed`: its waiters move to the value it signals, or
+    /// get their outcome.
+    fn publish(
+        &self,
+        st: &mut State<B>,
+        batch: Arc<Batch>,
+        keys: Vec<Key>,
+        flushed: Result<FlushInfo>,
+        wakers: &mut Vec<Waker>,
+    ) {
         match flushed {
             Ok(info) if !info.submitted => {
                 // Nothing for the GPU (batches done on the host): the epoch is complete.
@@ -430,7 +539,7 @@ impl<B: Backend> QueueCore<B> {
                 bump(&self.counters.barriers, info.barriers);
                 bump(&self.counters.dispatches, info.dispatches);
                 self.counters.timeline.store(info.value, Ordering::Relaxed);
-                st.submitted = info.value;
+                st.submitted = st.submitted.max(info.value);
                 batch.set(BatchStatus::Submitted(info.value));
                 if !keys.is_empty() {
                     st.by_value.entry(info.value).or_default().extend(keys);
@@ -469,6 +578,10 @@ impl<B: Backend> QueueCore<B> {
     /// Whether every submission of this queue has completed, reading the counter if the last
     /// value read does not tell. Waiters whose values the read shows reached are fired.
     fn gpu_idle(&self, st: &mut State<B>, wakers: &mut Vec<Waker>) -> bool {
+        if st.flushing.is_some() {
+            // A submission is on its way.
+            return false;
+        }
         if st.submitted <= st.completed {
             return true;
         }
@@ -495,15 +608,23 @@ impl<B: Backend> QueueCore<B> {
             return Action::Stop;
         }
         if self.executor_running() {
+            // The executor submits and waits itself, but for what it handed over.
+            if std::mem::take(&mut st.hand_off) && st.flushing.is_none() && st.backend.has_pending() {
+                return Action::Flush;
+            }
             return Action::Sleep;
+        }
+        if st.flushing.is_some() {
+            // Another thread is submitting; it notifies the driver when done. Meanwhile only
+            // what is already in flight can be waited for.
+            return self.wait_target(st).map_or(Action::Sleep, Action::Wait);
         }
         let group = self.options.flush == FlushPolicy::GroupCommit || !self.executor_running();
         if group && st.backend.has_pending() && !st.pending_waiters.is_empty() && st.fatal.is_none() {
             // Work that tasks wait for: submit it once the GPU has nothing else to do; until
             // then, wait for what is in flight (and keep gathering).
             if self.gpu_idle(st, wakers) {
-                self.flush_locked(st, wakers);
-                return Action::Progress;
+                return Action::Flush;
             }
             let target = st.submitted;
             return Action::Wait(self.wait_target(st).map_or(target, |t| t.max(target)));
@@ -512,8 +633,7 @@ impl<B: Backend> QueueCore<B> {
             // Allocations wait for memory: submit what is recorded (its buffers are freed only
             // after it runs) and wait for what is in flight.
             if st.backend.has_pending() {
-                self.flush_locked(st, wakers);
-                return Action::Progress;
+                return Action::Flush;
             }
             if !self.gpu_idle(st, wakers) {
                 return Action::Wait(self.wait_target(st).map_or(st.submitted, |t| t.max(st.submitted)));
@@ -542,7 +662,7 @@ impl<B: Backend> QueueCore<B> {
         {
             let mut st = self.lock();
             if st.backend.has_pending() {
-                self.flush_locked(&mut st, &mut wakers);
+                st = self.flush(st, &mut wakers);
             }
             st.closing = true;
         }
@@ -645,7 +765,8 @@ impl<B: Backend> QueueCore<B> {
             let mut wakers = Vec::new();
             match self.decide(&mut st, &mut wakers) {
                 Action::Stop => return,
-                Action::Progress => {
+                Action::Flush => {
+                    st = self.flush(st, &mut wakers);
                     drop(st);
                     wake_all(wakers);
                     st = self.lock();
@@ -725,7 +846,7 @@ impl<B: Backend> QueueCore<B> {
                     wake_all(wakers);
                     return any;
                 }
-                Action::Progress => {}
+                Action::Flush => st = self.flush(st, &mut wakers),
                 Action::Wait(target) => {
                     let budget = self.spin_budget(&st);
                     drop(st);
@@ -752,6 +873,9 @@ impl<B: Backend> QueueCore<B> {
                 return;
             }
             st.stopped = true;
+            // A flush running on another thread holds the backend's command pool: let it end
+            // (it only encodes and submits; it never waits for the GPU).
+            st = self.after_flush(st);
             st.backend.shutdown(SHUTDOWN_BOUND);
             let keys: Vec<Key> = std::mem::take(&mut st.by_value).into_values().flatten().collect();
             for k in keys.into_iter().chain(std::mem::take(&mut st.pending_waiters)) {
@@ -884,9 +1008,15 @@ impl<B: Backend> Future for SyncFuture<B> {
         match value {
             Some(v) => {
                 st.by_value.entry(v).or_default().push(key);
-                if st.waiting.is_none() {
+                // A running executor spins or hands its wait to the driver when it parks.
+                if st.waiting.is_none() && !core.executor_running() {
                     core.notify_driver();
                 }
+            }
+            None if st.flushing.as_ref().is_some_and(|f| Arc::ptr_eq(f, batch)) => {
+                // Its epoch is being submitted by another thread, which moves this waiter to
+                // the value it signals.
+                st.flushing_waiters.push(key);
             }
             None => {
                 st.pending_waiters.push(key);
@@ -906,11 +1036,18 @@ impl<B: Backend> Future for SyncFuture<B> {
                     let idle = if core.executor_running() {
                         core.gpu_idle(&mut st, &mut wakers)
                     } else {
-                        st.submitted <= st.completed
+                        st.flushing.is_none() && st.submitted <= st.completed
                     };
-                    if idle {
-                        core.flush_locked(&mut st, &mut wakers);
-                    } else if st.waiting.is_none() {
+                    if idle && core.executor_running() && core.hand_off() {
+                        // The executor has more tasks to run: the driver thread encodes and
+                        // submits meanwhile, and takes what they record until it does.
+                        if !st.hand_off {
+                            st.hand_off = true;
+                            core.notify_driver();
+                        }
+                    } else if idle {
+                        st = core.flush(st, &mut wakers);
+                    } else if st.waiting.is_none() && !core.executor_running() {
                         core.notify_driver();
                     }
                     drop(st);
@@ -935,6 +1072,7 @@ impl<B: Backend> Drop for SyncFuture<B> {
 /// thread of its own still touches Vulkan, for example before the process exits).
 pub(crate) fn spawn_driver<B: Backend>(core: &Arc<QueueCore<B>>, name: &str) -> Result<std::sync::mpsc::Receiver<()>> {
     let waiter = core.lock().backend.waiter();
+    core.threaded.store(true, Ordering::Relaxed);
     let core = core.clone();
     let (done, rx) = std::sync::mpsc::channel();
     let live = LiveDriver::start();

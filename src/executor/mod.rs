@@ -13,13 +13,27 @@
 //! submission, then wakes every waiter whose value is reached. All scheduling state sits behind
 //! one mutex (`QueueCore::state`); contexts on any thread record and register waiters under it,
 //! and wakers are woken only after it is released. There is no lock-free structure (only
-//! statistics counters are atomics). An executor's tasks live on its thread: wakers, the
+//! statistics counters and two hints, "more tasks are ready" and "a driver thread runs", are
+//! atomics). An executor's tasks live on its thread: wakers, the
 //! driver's included, push them onto a mutex-protected ready queue and unpark that thread,
 //! which sleeps in `thread::park` whenever no task can run. It never blocks inside Vulkan, so a
 //! waker fired on another thread during a long kernel runs its task at once, and the wait goes
 //! on undisturbed. While an executor's loop runs tasks (it is not parked), submitting and the
-//! first look at the counter (its spin) are its job and the driver stays asleep; when it parks,
-//! the driver takes over: it submits what tasks wait for and blocks for it.
+//! first look at the counter (its spin) are its job and the driver stays asleep, with one
+//! exception: under group commit, when a task finds the GPU idle while more tasks are ready to
+//! run, the executor *hands the flush over*: the driver thread encodes and submits it while the
+//! executor goes on polling (and takes in what those tasks record until it does), so encoding
+//! runs beside the tasks' own host work instead of between them. When the executor parks, the
+//! driver takes over: it submits what tasks wait for and blocks for it.
+//!
+//! **Flushing without the lock.** A flush takes the recording epoch out under the lock (the next
+//! epoch starts empty at once), encodes and submits it *without* the lock, and takes the lock
+//! again to publish the value it signals. Other threads go on recording meanwhile; that is what
+//! lets many threads record into one queue while its flushes (the `vkCmd*` encoding, a coalesced
+//! kind's host work, `vkQueueSubmit`) run. One flush runs at a time per queue, so submissions
+//! keep their epochs' order; a flush asked for while one runs (the flush bound, [`Ctx::flush`],
+//! a queue closing) is left to the running one, which flushes again when done. A task that
+//! awaits work of the epoch being flushed waits under that epoch and moves with it to its value.
 //!
 //! **Who owns the timeline counter.** The [`Device`] owns the queue's timeline semaphore and the
 //! counter of values handed out. A value is handed out only by a successful `vkQueueSubmit`

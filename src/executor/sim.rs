@@ -98,6 +98,13 @@ struct SimBackend {
     op_value: Arc<Mutex<HashMap<u64, u64>>>,
 }
 
+/// One flush of the simulated queue.
+struct SimJob {
+    ops: Vec<u64>,
+    gpu: Arc<Mutex<SimGpu>>,
+    op_value: Arc<Mutex<HashMap<u64, u64>>>,
+}
+
 #[derive(Clone)]
 struct SimWaiter(Arc<Mutex<SimGpu>>);
 
@@ -123,9 +130,13 @@ impl Backend for SimBackend {
     fn recorded_count(&self) -> usize {
         self.pending.len()
     }
-    fn flush(&mut self) -> Result<FlushInfo> {
-        let ops = std::mem::take(&mut self.pending);
-        let mut g = lock(&self.gpu);
+    type Job = SimJob;
+    fn begin_flush(&mut self) -> SimJob {
+        SimJob { ops: std::mem::take(&mut self.pending), gpu: self.gpu.clone(), op_value: self.op_value.clone() }
+    }
+    fn run_flush(job: &mut SimJob) -> Result<FlushInfo> {
+        let ops = std::mem::take(&mut job.ops);
+        let mut g = lock(&job.gpu);
         g.call()?;
         if g.next() % 1000 < g.fail_submit_per_mille {
             return Err(Error::SubmitFailed("injected".into()));
@@ -134,12 +145,13 @@ impl Backend for SimBackend {
         let v = g.submitted;
         g.values.push(v);
         for &op in &ops {
-            lock(&self.op_value).insert(op, v);
+            lock(&job.op_value).insert(op, v);
         }
         g.in_flight.push_back((v, ops));
         g.progress();
         Ok(FlushInfo { value: v, barriers: 0, command_buffers: 1, dispatches: 0, submitted: true })
     }
+    fn end_flush(&mut self, _job: SimJob, _info: &Result<FlushInfo>) {}
     type Waiter = SimWaiter;
     fn waiter(&self) -> SimWaiter {
         SimWaiter(self.gpu.clone())
