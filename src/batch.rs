@@ -15,8 +15,9 @@
 //!    kind's [`BatchKind::encode`] is called once with all its items and an [`Encoder`], through
 //!    which it records (dispatches, copies) as any task would: the same checks, the same
 //!    barrier phases, the same lifetime rules (buffers are kept alive by the submission and
-//!    released by timeline value). It runs on the flushing thread, under the queue's lock: it
-//!    must be short and must not block.
+//!    released by timeline value). It runs on the flushing thread, without the queue's lock
+//!    (other tasks go on recording into the next epoch meanwhile), but one flush runs at a time
+//!    per queue: a long `encode` delays the queue's next submission, so it must not block.
 //! 3. If `encode` fails, [`BatchKind::fail`] gives every item the error, and what `encode`
 //!    recorded before the error still runs (it only touched its own buffers). The other
 //!    kinds and the tasks' own commands are not affected.
@@ -82,7 +83,8 @@ pub trait BatchKind: Send + Sync + 'static {
     type Item: Send + 'static;
 
     /// Records the work of `items` (every item of this kind in one flush, in the order they
-    /// were added). Called under the queue's lock: keep it short. On error, [`BatchKind::fail`]
+    /// were added). Called on the flushing thread, without the queue's lock, one flush at a time:
+    /// keep it short and never block. On error, [`BatchKind::fail`]
     /// gets the items that are left in `items`.
     fn encode(&self, items: &mut Vec<Self::Item>, enc: &mut Encoder<'_>) -> Result<()>;
 

@@ -207,3 +207,95 @@ fn device_loss_reaches_every_tokio_waiter() {
     }
     assert_only_intended_validation_messages(&device);
 }
+
+/// A batch kind whose encode (part of a flush) tells the test it started, then holds the flush
+/// until the test lets it go.
+struct Gate {
+    started: std::sync::Mutex<Option<std::sync::mpsc::Sender<()>>>,
+    release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl vkasync::batch::BatchKind for Gate {
+    type Item = ();
+    fn encode(&self, _items: &mut Vec<()>, _enc: &mut vkasync::batch::Encoder<'_>) -> vkasync::Result<()> {
+        if let Some(tx) = self.started.lock().unwrap().take() {
+            tx.send(()).unwrap();
+            self.release.lock().unwrap().recv_timeout(Duration::from_secs(60)).expect("released");
+        }
+        Ok(())
+    }
+    fn fail(&self, _items: Vec<()>, _error: &Error) {}
+}
+
+/// A flush is encoded and submitted without the queue's lock: while one is held in its
+/// encoding, other threads record, await work of the epoch being flushed, and await new work;
+/// everything completes once it goes out, with the right results.
+#[test]
+fn recording_and_waiting_go_on_while_a_flush_is_encoded() {
+    let _w = Watchdog::new(Duration::from_secs(120));
+    let (device, mix) = setup();
+    let queue = Queue::new(&device).unwrap();
+    let (started_tx, started) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel();
+    let gate =
+        Arc::new(Gate { started: std::sync::Mutex::new(Some(started_tx)), release: std::sync::Mutex::new(release_rx) });
+    let n = 64usize;
+    let round = |ctx: &Ctx, buf: &Buffer<u32>| {
+        ctx.dispatch(&mix, [1, 1, 1], &[buf.into()], bytemuck::bytes_of(&[n as u32, 1])).unwrap();
+    };
+
+    // `early` records into the epoch that the gated flush will take, before it is taken.
+    let early = queue.context();
+    let early_buf = Buffer::<u32>::new(&device, n, MemoryKind::Device).unwrap();
+    early.upload(&early_buf, &vec![5; n]).unwrap();
+    round(&early, &early_buf);
+    let early_rb = early.read_back(&early_buf).unwrap();
+
+    // A thread adds a gated item and awaits it: the GPU is idle, so it flushes at once, and
+    // the flush stops in the gate's encode.
+    let gated = {
+        let (ctx, gate) = (queue.context(), gate.clone());
+        std::thread::spawn(move || {
+            ctx.batch(&gate, ()).unwrap();
+            futures::executor::block_on(ctx.synchronize())
+        })
+    };
+    started.recv_timeout(Duration::from_secs(60)).expect("the gated flush started");
+
+    // Meanwhile, on other threads: await the epoch being flushed, and record and await new work.
+    let (done_tx, done) = std::sync::mpsc::channel();
+    let waiter = {
+        let done_tx = done_tx.clone();
+        std::thread::spawn(move || {
+            let r = futures::executor::block_on(early.synchronize());
+            done_tx.send("early").unwrap();
+            r.map(|()| early_rb.into_vec().unwrap())
+        })
+    };
+    let recorder = {
+        let (ctx, mix) = (queue.context(), mix.clone());
+        std::thread::spawn(move || {
+            let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device).unwrap();
+            ctx.upload(&buf, &vec![9; n]).unwrap();
+            for _ in 0..3 {
+                ctx.dispatch(&mix, [1, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 1])).unwrap();
+            }
+            done_tx.send("recorded").unwrap();
+            futures::executor::block_on(ctx.read(&buf))
+        })
+    };
+    // Recording is not held up by the flush (it used to wait for the queue's lock).
+    assert_eq!(done.recv_timeout(Duration::from_secs(30)).unwrap(), "recorded");
+    // Nothing of the gated epoch can have completed: it is not submitted yet.
+    assert!(done.recv_timeout(Duration::from_millis(200)).is_err());
+    release.send(()).unwrap();
+
+    assert!(gated.join().unwrap().is_ok());
+    assert_eq!(waiter.join().unwrap().unwrap(), vec![mix_cpu(5, 1); n]);
+    assert_eq!(done.recv_timeout(Duration::from_secs(30)).unwrap(), "early");
+    assert_eq!(recorder.join().unwrap().unwrap(), vec![mix_cpu(9, 3); n]);
+    let s = queue.stats();
+    assert!(s.flushes >= 2 && s.submits >= 2, "{s}");
+    drop((queue, mix, gate, early_buf));
+    finish(device);
+}

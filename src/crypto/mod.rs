@@ -159,8 +159,9 @@ pub enum Offload {
 /// flush. Measured on the NVIDIA H200 (`tls_pipeline`, `BENCHMARKS.md`): a flush of short
 /// records costs the GPU path about 100 µs end to end, in which one host core seals about
 /// 50 KB (RustCrypto, AES-256-CTR and HMAC-SHA256, 0.4 to 0.6 GB/s). The constant is set
-/// below that break-even: a flush computed on the host holds the queue's lock meanwhile, and
-/// under load large host flushes made `Auto` unstable (0.7 to 1.5 GB/s at 10,000 × 16 KiB).
+/// below that break-even: a flush computed on the host delays the queue's next flush (one
+/// flush runs at a time), and under load large host flushes made `Auto` unstable (0.7 to
+/// 1.5 GB/s at 10,000 × 16 KiB, measured when flushes still held the queue's lock).
 pub const GPU_CROSSOVER_BASE_BYTES: u64 = 32 * 1024;
 
 /// The part of [`Offload::Auto`]'s crossover that grows with the longest hashed message of a

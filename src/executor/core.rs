@@ -93,9 +93,6 @@ pub(crate) struct State<B> {
     flush_again: bool,
     /// Threads waiting for the running flush to end (see [`QueueCore::shutdown`]).
     flush_watchers: usize,
-    /// A running executor found the GPU idle with work its tasks wait for, and more tasks to
-    /// run: the driver submits it (see `SyncFuture::poll`).
-    hand_off: bool,
 }
 
 impl<B> State<B> {
@@ -247,10 +244,6 @@ pub(crate) struct QueueCore<B> {
     /// flushing and the first wait (a spin) are its job and the driver stays out of the way;
     /// when it parks or returns, the driver takes over (group commit, waits).
     parked: AtomicBool,
-    /// The running executor has more tasks ready after the one it polls.
-    more_ready: AtomicBool,
-    /// A driver thread runs this core (the model tests drive it inline instead).
-    threaded: AtomicBool,
     /// The queue's trace, when on (see [`crate::trace`]).
     pub trace: Option<Arc<QueueTrace>>,
     /// Per-context GPU time is measured.
@@ -281,7 +274,6 @@ impl<B: Backend> QueueCore<B> {
                 flushing_waiters: Vec::new(),
                 flush_again: false,
                 flush_watchers: 0,
-                hand_off: false,
             }),
             driver_cv: Condvar::new(),
             flush_done: Condvar::new(),
@@ -290,8 +282,6 @@ impl<B: Backend> QueueCore<B> {
             options,
             running: AtomicU32::new(0),
             parked: AtomicBool::new(false),
-            more_ready: AtomicBool::new(false),
-            threaded: AtomicBool::new(false),
         })
     }
 
@@ -332,20 +322,6 @@ impl<B: Backend> QueueCore<B> {
             // No loop left to submit idle work: the driver takes over.
             self.notify_driver();
         }
-    }
-
-    /// The running executor has (`true`) or has not more tasks ready after the one it is
-    /// about to poll.
-    pub fn set_more_ready(&self, more: bool) {
-        self.more_ready.store(more, Ordering::Relaxed);
-    }
-
-    /// Whether a running executor's poll hands a flush to the driver thread: under group
-    /// commit, with a driver thread, while more tasks are ready to run.
-    fn hand_off(&self) -> bool {
-        self.options.flush == FlushPolicy::GroupCommit
-            && self.threaded.load(Ordering::Relaxed)
-            && self.more_ready.load(Ordering::Relaxed)
     }
 
     /// An executor's thread is running tasks (in its loop and not parked).
@@ -433,12 +409,10 @@ impl<B: Backend> QueueCore<B> {
     pub fn executor_idle(&self) -> bool {
         let mut wakers = Vec::new();
         let flushed = {
-            let mut st = self.lock();
-            // Idle now: a flush handed to the driver and not yet taken is this thread's again,
-            // and one the driver is running is waited for (it only encodes and submits), so
-            // that a loop that ends has submitted everything its tasks recorded.
-            st.hand_off = false;
-            let st = self.after_flush(st);
+            // A flush running on another thread (a `Queue`'s, or the driver's) is waited for
+            // (it only encodes and submits), so that a loop that ends has submitted
+            // everything its tasks recorded.
+            let st = self.after_flush(self.lock());
             let flush = st.backend.has_pending() && (!st.pending_waiters.is_empty() || st.by_value.is_empty());
             if flush {
                 drop(self.flush(st, &mut wakers));
@@ -608,10 +582,6 @@ impl<B: Backend> QueueCore<B> {
             return Action::Stop;
         }
         if self.executor_running() {
-            // The executor submits and waits itself, but for what it handed over.
-            if std::mem::take(&mut st.hand_off) && st.flushing.is_none() && st.backend.has_pending() {
-                return Action::Flush;
-            }
             return Action::Sleep;
         }
         if st.flushing.is_some() {
@@ -1038,14 +1008,7 @@ impl<B: Backend> Future for SyncFuture<B> {
                     } else {
                         st.flushing.is_none() && st.submitted <= st.completed
                     };
-                    if idle && core.executor_running() && core.hand_off() {
-                        // The executor has more tasks to run: the driver thread encodes and
-                        // submits meanwhile, and takes what they record until it does.
-                        if !st.hand_off {
-                            st.hand_off = true;
-                            core.notify_driver();
-                        }
-                    } else if idle {
+                    if idle {
                         st = core.flush(st, &mut wakers);
                     } else if st.waiting.is_none() && !core.executor_running() {
                         core.notify_driver();
@@ -1072,7 +1035,6 @@ impl<B: Backend> Drop for SyncFuture<B> {
 /// thread of its own still touches Vulkan, for example before the process exits).
 pub(crate) fn spawn_driver<B: Backend>(core: &Arc<QueueCore<B>>, name: &str) -> Result<std::sync::mpsc::Receiver<()>> {
     let waiter = core.lock().backend.waiter();
-    core.threaded.store(true, Ordering::Relaxed);
     let core = core.clone();
     let (done, rx) = std::sync::mpsc::channel();
     let live = LiveDriver::start();

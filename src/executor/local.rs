@@ -33,12 +33,6 @@ impl ReadyQueue {
         lock(&self.queue).pop_front()
     }
 
-    /// The next task, and whether more are ready after it.
-    fn pop_next(&self) -> Option<(Runnable, bool)> {
-        let mut q = lock(&self.queue);
-        q.pop_front().map(|r| (r, !q.is_empty()))
-    }
-
     fn is_empty(&self) -> bool {
         lock(&self.queue).is_empty()
     }
@@ -150,11 +144,9 @@ impl<B: Backend> Local<B> {
 
     fn run_loop(&self, mut done: impl FnMut() -> bool) {
         loop {
-            while let Some((r, more)) = self.ready.pop_next() {
-                self.core.set_more_ready(more);
+            while let Some(r) = self.ready.pop() {
                 r.run();
             }
-            self.core.set_more_ready(false);
             if done() || self.closed.get() {
                 return;
             }

@@ -13,27 +13,26 @@
 //! submission, then wakes every waiter whose value is reached. All scheduling state sits behind
 //! one mutex (`QueueCore::state`); contexts on any thread record and register waiters under it,
 //! and wakers are woken only after it is released. There is no lock-free structure (only
-//! statistics counters and two hints, "more tasks are ready" and "a driver thread runs", are
-//! atomics). An executor's tasks live on its thread: wakers, the
+//! statistics counters are atomics). An executor's tasks live on its thread: wakers, the
 //! driver's included, push them onto a mutex-protected ready queue and unpark that thread,
 //! which sleeps in `thread::park` whenever no task can run. It never blocks inside Vulkan, so a
 //! waker fired on another thread during a long kernel runs its task at once, and the wait goes
 //! on undisturbed. While an executor's loop runs tasks (it is not parked), submitting and the
-//! first look at the counter (its spin) are its job and the driver stays asleep, with one
-//! exception: under group commit, when a task finds the GPU idle while more tasks are ready to
-//! run, the executor *hands the flush over*: the driver thread encodes and submits it while the
-//! executor goes on polling (and takes in what those tasks record until it does), so encoding
-//! runs beside the tasks' own host work instead of between them. When the executor parks, the
-//! driver takes over: it submits what tasks wait for and blocks for it.
+//! first look at the counter (its spin) are its job and the driver stays asleep (its tasks'
+//! awaits do not wake it); when it parks, the driver takes over: it submits what tasks wait
+//! for and blocks for it.
 //!
 //! **Flushing without the lock.** A flush takes the recording epoch out under the lock (the next
 //! epoch starts empty at once), encodes and submits it *without* the lock, and takes the lock
 //! again to publish the value it signals. Other threads go on recording meanwhile; that is what
 //! lets many threads record into one queue while its flushes (the `vkCmd*` encoding, a coalesced
 //! kind's host work, `vkQueueSubmit`) run. One flush runs at a time per queue, so submissions
-//! keep their epochs' order; a flush asked for while one runs (the flush bound, [`Ctx::flush`],
-//! a queue closing) is left to the running one, which flushes again when done. A task that
-//! awaits work of the epoch being flushed waits under that epoch and moves with it to its value.
+//! keep their epochs' order. A flush asked for while one runs (the flush bound, a queue
+//! closing) is left to the running one, which flushes again when done; [`Ctx::flush`] and an
+//! executor with no task to run wait for the running flush to end (it only encodes and submits,
+//! never waits for the GPU), then flush what is left, so everything recorded before them is
+//! submitted when they return. A task that awaits work of the epoch being flushed waits under
+//! that epoch and moves with it to its value.
 //!
 //! **Who owns the timeline counter.** The [`Device`] owns the queue's timeline semaphore and the
 //! counter of values handed out. A value is handed out only by a successful `vkQueueSubmit`
@@ -241,7 +240,7 @@ pub struct Stats {
     /// without a bound).
     pub memory_peak: u64,
     /// Time spent flushing (encoding the recorded work, batches included, and submitting it),
-    /// under the queue's lock, in nanoseconds.
+    /// in nanoseconds. Flushes run without the queue's lock, one at a time.
     pub flush_ns: u64,
 }
 
