@@ -68,8 +68,10 @@ static ALLOC: Counting = Counting;
 /// `executor-timed`, with per-task GPU time only (these three only with `--modes`);
 /// `tokio-set`, the `tokio` mode over a `QueueSet` of `--gpus N` devices (all GPUs listed, or
 /// N logical devices of the one GPU where fewer are listed) on `--set-workers W` workers
-/// (default 16), and `tokio-w32` (only with `--modes`).
-const MODES: [&str; 18] = [
+/// (default 16), and `tokio-w32` (only with `--modes`); `executor-ungrouped`, the executor
+/// without its group bound (`max_group_ops(usize::MAX)`, the default before session 16; only
+/// with `--modes`).
+const MODES: [&str; 19] = [
     "sequential",
     "executor",
     "executor-oldest",
@@ -88,6 +90,7 @@ const MODES: [&str; 18] = [
     "executor-traced-cmds",
     "tokio-set",
     "tokio-w32",
+    "executor-ungrouped",
 ];
 
 /// Modes run when `--modes` is not given: all but the tokio worker sweep.
@@ -458,6 +461,7 @@ struct Rig {
     exec_spin: Executor,
     exec_group: Executor,
     exec_nospin: Executor,
+    exec_ungrouped: Executor,
     exec_traced: Option<Executor>,
     exec_timed: Option<Executor>,
     exec_traced_cmds: Option<Executor>,
@@ -508,6 +512,7 @@ impl Rig {
             set,
             exec_group: Executor::builder(&device).flush_policy(FlushPolicy::GroupCommit).build()?,
             exec_nospin: Executor::builder(&device).spin_before_wait(std::time::Duration::ZERO).build()?,
+            exec_ungrouped: Executor::builder(&device).max_group_ops(usize::MAX).build()?,
             exec_traced: match modes.iter().any(|m| m == "executor-traced") {
                 true => Some(
                     Executor::builder(&device)
@@ -563,6 +568,7 @@ impl Rig {
             "executor-spin" => Some(run_executor(&self.exec_spin, mix, tasks, n, k, want, zeroed)?),
             "executor-group" => Some(run_executor(&self.exec_group, mix, tasks, n, k, want, zeroed)?),
             "executor-nospin" => Some(run_executor(&self.exec_nospin, mix, tasks, n, k, want, zeroed)?),
+            "executor-ungrouped" => Some(run_executor(&self.exec_ungrouped, mix, tasks, n, k, want, zeroed)?),
             "executor-traced" => Some(run_executor(
                 self.exec_traced.as_ref().expect("made for the mode"),
                 mix,
@@ -738,6 +744,7 @@ fn main() -> Result<(), Error> {
         let e = rig.exec_all.stats();
         eprintln!("executor (spin){tag} spin_ms={:.1}", e.spin_ns as f64 / 1e6);
         eprintln!("executor-nospin{tag} {}", rig.exec_nospin.stats());
+        eprintln!("executor-ungrouped{tag} {}", rig.exec_ungrouped.stats());
         let q = rig.queue.stats();
         eprintln!("queue (tokio modes){tag} {q} spin_ms={:.1}", q.spin_ns as f64 / 1e6);
     }

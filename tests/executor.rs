@@ -486,3 +486,52 @@ fn a_join_handle_awaited_where_its_executor_does_not_run_is_a_typed_error() {
     drop((exec, mix));
     finish(device);
 }
+
+/// Under group commit an executor submits a group once it holds `max_group_ops` commands; when
+/// submitting only when idle, the bound does not apply. Every result is checked either way.
+#[test]
+fn group_commit_submits_bounded_groups_and_when_idle_does_not() {
+    let (device, mix) = setup();
+    for (policy, bound) in [(FlushPolicy::GroupCommit, 2), (FlushPolicy::WhenIdle, 2), (FlushPolicy::GroupCommit, 96)] {
+        let exec = Executor::builder(&device).flush_policy(policy).max_group_ops(bound).build().unwrap();
+        let handles: Vec<_> = (0..20u32)
+            .map(|t| {
+                let (ctx, m) = (exec.context(), mix.clone());
+                // Four dispatches per task (uploads and read-backs may need no command on a
+                // device whose memory the host sees).
+                exec.spawn(async move {
+                    let n = 256usize;
+                    let data: Vec<u32> = (0..n as u32).map(|i| i ^ t.wrapping_mul(2654435761)).collect();
+                    let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
+                    ctx.upload(&buf, &data)?;
+                    for _ in 0..4 {
+                        ctx.dispatch(
+                            &m,
+                            [m.groups_for(n as u64), 1, 1],
+                            &[(&buf).into()],
+                            bytemuck::bytes_of(&[n as u32, 1]),
+                        )?;
+                    }
+                    ctx.read(&buf).await
+                })
+            })
+            .collect();
+        exec.run();
+        for (t, h) in handles.into_iter().enumerate() {
+            assert_eq!(h.join().unwrap().unwrap(), expected(t as u32, 256, 4));
+        }
+        let s = exec.stats();
+        match (policy, bound) {
+            // Every task's second and fourth dispatch close a group: at least two flushes per
+            // task.
+            (FlushPolicy::GroupCommit, 2) => assert!(s.flushes >= 40, "{s}"),
+            // At most one flush per await, and with all tasks recording before any waits, far
+            // fewer.
+            _ => assert!(s.flushes <= 20, "{policy:?} {bound}: {s}"),
+        }
+        assert_eq!(s.flushes, s.submits, "{s}");
+        drop(exec);
+    }
+    drop(mix);
+    finish(device);
+}

@@ -50,8 +50,10 @@ impl Waiter for Device {
 pub(crate) trait Backend: Send + 'static {
     /// Whether work was recorded since the last flush.
     fn has_pending(&self) -> bool;
-    /// How many commands were recorded since the last flush.
+    /// How many commands (and batch items) were recorded since the last flush.
     fn pending_len(&self) -> usize;
+    /// How many commands were recorded since the last flush, batch items not counted.
+    fn pending_commands(&self) -> usize;
     /// A number that changes whenever something is recorded (commands and host reads).
     fn recorded_count(&self) -> usize;
     /// Everything recorded since the last flush, taken out of the backend to be encoded and
@@ -250,6 +252,10 @@ impl Backend for VulkanBackend {
 
     fn pending_len(&self) -> usize {
         self.pending.len()
+    }
+
+    fn pending_commands(&self) -> usize {
+        self.pending.ops.len()
     }
 
     fn recorded_count(&self) -> usize {

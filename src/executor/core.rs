@@ -171,6 +171,9 @@ pub(crate) struct Options {
     pub flush: FlushPolicy,
     /// The memory bound of [`crate::Ctx::buffer`], in bytes.
     pub memory_bound: Option<u64>,
+    /// Under group commit, recorded commands are submitted once this many gathered, even while
+    /// a submission is in flight (see [`crate::ExecutorBuilder::max_group_ops`]).
+    pub group_bound: usize,
 }
 
 /// The lock on a queue's state; see [`QueueCore::lock`].
@@ -369,7 +372,9 @@ impl<B: Backend> QueueCore<B> {
             if st.backend.recorded_count() != before {
                 *lock(&state.last) = Some(st.batch.clone());
             }
-            if st.backend.pending_len() >= self.options.max_pending {
+            let group = self.options.flush == FlushPolicy::GroupCommit
+                && st.backend.pending_commands() >= self.options.group_bound;
+            if group || st.backend.pending_len() >= self.options.max_pending {
                 drop(self.flush(st, &mut wakers));
             }
             r
