@@ -68,10 +68,12 @@ static ALLOC: Counting = Counting;
 /// `executor-timed`, with per-task GPU time only (these three only with `--modes`);
 /// `tokio-set`, the `tokio` mode over a `QueueSet` of `--gpus N` devices (all GPUs listed, or
 /// N logical devices of the one GPU where fewer are listed) on `--set-workers W` workers
-/// (default 16), and `tokio-w32` (only with `--modes`); `executor-ungrouped`, the executor
+/// (default 16), and `tokio-w32` (only with `--modes`); `tokio-ungrouped`, the `tokio` mode
+/// through a `Queue` without a group bound (`max_group_ops(usize::MAX)`, the default before
+/// session 16, only with `--modes`); `executor-ungrouped`, the executor
 /// without its group bound (`max_group_ops(usize::MAX)`, the default before session 16; only
 /// with `--modes`).
-const MODES: [&str; 19] = [
+const MODES: [&str; 20] = [
     "sequential",
     "executor",
     "executor-oldest",
@@ -91,6 +93,7 @@ const MODES: [&str; 19] = [
     "tokio-set",
     "tokio-w32",
     "executor-ungrouped",
+    "tokio-ungrouped",
 ];
 
 /// Modes run when `--modes` is not given: all but the tokio worker sweep.
@@ -466,6 +469,7 @@ struct Rig {
     exec_timed: Option<Executor>,
     exec_traced_cmds: Option<Executor>,
     queue: Queue,
+    queue_ungrouped: Queue,
     /// Tokio runtimes by mode name (16 workers for `tokio`, N for `tokio-wN`).
     runtimes: Vec<(&'static str, tokio::runtime::Runtime)>,
     /// For `tokio-set`: the set, its kernels and a 16-worker runtime.
@@ -481,14 +485,19 @@ impl Rig {
         (gpus, set_workers): (usize, usize),
     ) -> Result<Rig, Error> {
         let mix = Kernel::new(&device, &kernels::MIX)?;
-        let runtimes =
-            [("tokio", 16), ("tokio-w1", 1), ("tokio-w2", 2), ("tokio-w4", 4), ("tokio-w8", 8), ("tokio-w32", 32)]
-                .into_iter()
-                .filter(|(m, _)| modes.iter().any(|x| x == m))
-                .map(|(m, w)| {
-                    (m, tokio::runtime::Builder::new_multi_thread().worker_threads(w).build().expect("tokio"))
-                })
-                .collect();
+        let runtimes = [
+            ("tokio", 16),
+            ("tokio-ungrouped", 16),
+            ("tokio-w1", 1),
+            ("tokio-w2", 2),
+            ("tokio-w4", 4),
+            ("tokio-w8", 8),
+            ("tokio-w32", 32),
+        ]
+        .into_iter()
+        .filter(|(m, _)| modes.iter().any(|x| x == m))
+        .map(|(m, w)| (m, tokio::runtime::Builder::new_multi_thread().worker_threads(w).build().expect("tokio")))
+        .collect();
         let set = match modes.iter().any(|m| m == "tokio-set") {
             true => {
                 let listed = vkasync::adapters()?.len();
@@ -535,6 +544,7 @@ impl Rig {
                 false => None,
             },
             queue: Queue::new(&device)?,
+            queue_ungrouped: Queue::builder(&device).max_group_ops(usize::MAX).build()?,
             runtimes,
             exec_all: Executor::new(&device)?,
             exec_oldest: Executor::builder(&device).wait_policy(WaitPolicy::Oldest).build()?,
@@ -604,7 +614,8 @@ impl Rig {
             t if t.starts_with("tokio") => {
                 let rt = &self.runtimes.iter().find(|(m, _)| *m == t).expect("runtime").1;
                 let want = std::sync::Arc::new((**want).clone());
-                Some(run_tokio(rt, &self.queue, mix, tasks, n, k, &want, zeroed)?)
+                let queue = if t == "tokio-ungrouped" { &self.queue_ungrouped } else { &self.queue };
+                Some(run_tokio(rt, queue, mix, tasks, n, k, &want, zeroed)?)
             }
             _ => Some(self.raw.run(mix, tasks, n, k, want, zeroed)?),
         })

@@ -440,6 +440,13 @@ impl Backend for VulkanBackend {
     fn attribute(&mut self, mark: usize, clock: &Arc<TaskClock>) {
         let end = self.pending.ops.len();
         if end > mark {
+            // A context that records several commands in a row owns one range.
+            if let Some(last) = self.pending.owners.last_mut() {
+                if last.1 as usize == mark && Arc::ptr_eq(&last.2, clock) {
+                    last.1 = end as u32;
+                    return;
+                }
+            }
             self.pending.owners.push((mark as u32, end as u32, clock.clone()));
         }
     }

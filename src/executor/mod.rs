@@ -60,7 +60,7 @@
 //!   recorded work and the GPU has nothing left to do, that thread submits at once. While a
 //!   submission runs, work gathers; the driver waits for what is in flight and then submits
 //!   everything that gathered, in one submit. The delay is zero on an idle GPU, and the GPU
-//!   works while the host records. An executor also submits a group once it holds
+//!   works while the host records. A group is also submitted once it holds
 //!   [`ExecutorBuilder::max_group_ops`] commands (96 by default), in flight or not, so that the
 //!   GPU gets work in steps and little is left for the end of a run.
 //! - *When idle* ([`FlushPolicy::WhenIdle`]): an executor submits only when no task can run:
@@ -296,11 +296,13 @@ macro_rules! shared_setters {
         }
 
         /// Under [`FlushPolicy::GroupCommit`], submit the recorded commands once `n` have
-        /// gathered, even while a submission is in flight (at least 1). Bounded groups keep
-        /// the GPU fed in steps and leave little work for the end of a run: on the NVIDIA H200
-        /// a bound of 96 took 1,000 independent jobs (three commands each) from 6.4–7.0 to
-        /// 5.2–5.4 µs per job (`BENCHMARKS.md`). Default: 96 for an [`Executor`], no bound for
-        /// a [`Queue`] (not measured there). Batch items ([`Ctx::batch`]) do not count.
+        /// gathered, even while a submission is in flight (at least 1; default 96; `usize::MAX`
+        /// for no bound). Bounded groups keep the GPU fed in steps and leave little work for
+        /// the end of a run: on the NVIDIA H200, 1,000 independent jobs (three commands each)
+        /// went from 6.4–7.0 to 5.2–5.4 µs per job on an [`Executor`] and from 8.0–8.4 to
+        /// 5.9–6.8 through a [`Queue`] from 16 tokio workers; with 100,000 jobs, where the GPU
+        /// never idles, the bound costs 2–7 % (`BENCHMARKS.md`). Batch items ([`Ctx::batch`])
+        /// do not count.
         pub fn max_group_ops(mut self, n: usize) -> Self {
             self.options.group_bound = n.max(1);
             self
@@ -364,7 +366,7 @@ macro_rules! shared_setters {
 }
 pub(crate) use shared_setters;
 
-/// An executor's default group bound (see [`ExecutorBuilder::max_group_ops`]).
+/// The default group bound of both fronts (see [`ExecutorBuilder::max_group_ops`]).
 const DEFAULT_GROUP_OPS: usize = 96;
 
 /// The default options of both fronts.
@@ -373,7 +375,7 @@ pub(crate) fn default_options() -> Options {
         policy: WaitPolicy::All,
         timeout: None,
         max_pending: 4096,
-        group_bound: usize::MAX,
+        group_bound: DEFAULT_GROUP_OPS,
         spin: DEFAULT_SPIN_BOUND,
         adaptive: true,
         flush: FlushPolicy::GroupCommit,
@@ -441,8 +443,7 @@ impl Executor {
 
     /// A builder for the options.
     pub fn builder(device: &Device) -> ExecutorBuilder {
-        let options = Options { group_bound: DEFAULT_GROUP_OPS, ..default_options() };
-        ExecutorBuilder { device: device.clone(), options, trace: Default::default() }
+        ExecutorBuilder { device: device.clone(), options: default_options(), trace: Default::default() }
     }
 
     /// The device.
