@@ -66,18 +66,9 @@ pub(crate) trait Backend: Send + 'static {
     /// Without the core's lock: encodes the job and submits it in one submission, returning
     /// the value it signals. On error the work is discarded and no value is handed out.
     fn run_flush(job: &mut Self::Job) -> Result<FlushInfo>;
-    /// Under the core's lock again: the job's submission (when `info` says it was made) goes
-    /// in flight, and what the job borrowed comes back.
-    fn end_flush(&mut self, job: Self::Job, info: &Result<FlushInfo>);
-    /// [`Backend::begin_flush`], [`Backend::run_flush`] and [`Backend::end_flush`] in one call,
-    /// for a caller that holds the backend (the model tests).
-    #[allow(dead_code)] // used by the model tests
-    fn flush(&mut self) -> Result<FlushInfo> {
-        let mut job = self.begin_flush();
-        let info = Self::run_flush(&mut job);
-        self.end_flush(job, &info);
-        info
-    }
+    /// Under the core's lock again: the job's submission (if it made one) goes in flight, and
+    /// what the job borrowed comes back.
+    fn end_flush(&mut self, job: Self::Job);
     /// A handle that blocks on the timeline without the backend, so that the core's lock is
     /// not held while the driver waits.
     type Waiter: Waiter;
@@ -281,7 +272,7 @@ impl Backend for VulkanBackend {
             rec,
             pool: self.pool.take(),
             completed,
-            spare_pools: if self.timing { std::mem::take(&mut self.spare_pools) } else { Vec::new() },
+            spare_pools: std::mem::take(&mut self.spare_pools),
             timing: self.timing,
             detail: self.detail,
             trace: self.trace.clone(),
@@ -355,7 +346,7 @@ impl Backend for VulkanBackend {
         }
     }
 
-    fn end_flush(&mut self, job: FlushJob, _info: &Result<FlushInfo>) {
+    fn end_flush(&mut self, job: FlushJob) {
         let FlushJob { rec, pool, mut spare_pools, submit_ns, submitted, .. } = job;
         spare_pools.truncate(4usize.saturating_sub(self.spare_pools.len()));
         self.spare_pools.append(&mut spare_pools);

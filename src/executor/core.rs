@@ -454,6 +454,7 @@ impl<B: Backend> QueueCore<B> {
                 return st;
             }
             bump(&self.counters.flushes, 1);
+            let recorded = st.backend.pending_len();
             let mut job = st.backend.begin_flush();
             st.flushing = Some(batch.clone());
             let waiting = keys.len() as u64;
@@ -462,7 +463,7 @@ impl<B: Backend> QueueCore<B> {
 
             let started = Instant::now();
             let flushed = {
-                let _span = tracing::debug_span!("vkasync.flush").entered();
+                let _span = tracing::debug_span!("vkasync.flush", recorded).entered();
                 B::run_flush(&mut job)
             };
             bump(&self.counters.flush_ns, started.elapsed().as_nanos() as u64);
@@ -472,7 +473,7 @@ impl<B: Backend> QueueCore<B> {
             }
 
             st = self.lock();
-            st.backend.end_flush(job, &flushed);
+            st.backend.end_flush(job);
             st.flushing = None;
             let keys = std::mem::take(&mut st.flushing_waiters);
             if st.flush_watchers > 0 {
@@ -486,7 +487,10 @@ impl<B: Backend> QueueCore<B> {
             self.publish(&mut st, batch, keys, flushed, wakers);
             let again = std::mem::take(&mut st.flush_again) && st.backend.has_pending() && !st.stopped;
             if !again {
-                // The driver may have gone to sleep while this flush ran (see `decide`).
+                // The driver waits for the waiters just published, and may have gone to sleep
+                // while this flush ran (see `decide`). A running executor spins on the counter
+                // first, and notifies the driver if its spin does not see the value (see
+                // `executor_spin`).
                 if !self.executor_running() {
                     self.notify_driver();
                 }
@@ -522,11 +526,6 @@ impl<B: Backend> QueueCore<B> {
                 batch.set(BatchStatus::Submitted(info.value));
                 if !keys.is_empty() {
                     st.by_value.entry(info.value).or_default().extend(keys);
-                    // A running executor spins on the counter first, and notifies the driver
-                    // if its spin does not see the value (see `executor_spin`).
-                    if !self.executor_running() {
-                        self.notify_driver();
-                    }
                 }
             }
             Err(e) => {

@@ -154,7 +154,7 @@ impl Backend for SimBackend {
         g.progress();
         Ok(FlushInfo { value: v, barriers: 0, command_buffers: 1, dispatches: 0, submitted: true })
     }
-    fn end_flush(&mut self, _job: SimJob, _info: &Result<FlushInfo>) {}
+    fn end_flush(&mut self, _job: SimJob) {}
     type Waiter = SimWaiter;
     fn waiter(&self) -> SimWaiter {
         SimWaiter(self.gpu.clone())
