@@ -428,6 +428,37 @@ impl<B: Backend> QueueCore<B> {
         flushed
     }
 
+    /// A running executor checks, every few tasks it runs, what its awaits check only when
+    /// they register: whether submitted work that tasks wait for has completed (then they are
+    /// woken), and, under group commit, whether the GPU ran out of work while tasks wait for
+    /// what is recorded (then that is submitted at once). Without this, a loop kept busy by
+    /// ready tasks (reading results back, or never awaiting the GPU) would neither see
+    /// completions nor submit the last group, and the GPU would idle until no task is ready.
+    /// Returns whether it flushed.
+    pub fn executor_check(&self) -> bool {
+        let mut wakers = Vec::new();
+        let flushed = {
+            let mut st = self.lock();
+            if st.submitted > st.completed && !st.by_value.is_empty() {
+                if let Ok(c) = st.backend.completed() {
+                    self.complete_upto(&mut st, c, &mut wakers);
+                }
+            }
+            let due = self.options.flush == FlushPolicy::GroupCommit
+                && st.flushing.is_none()
+                && !st.pending_waiters.is_empty()
+                && st.backend.has_pending()
+                && st.fatal.is_none()
+                && self.gpu_idle(&mut st, &mut wakers);
+            if due {
+                drop(self.flush(st, &mut wakers));
+            }
+            due
+        };
+        wake_all(wakers);
+        flushed
+    }
+
     /// Submits everything recorded, moving the epoch's waiters to the value it signals. The
     /// driver is notified so that it waits for them.
     ///

@@ -38,6 +38,10 @@ impl ReadyQueue {
     }
 }
 
+/// The loop checks every this many task polls whether the GPU went idle while tasks wait for
+/// recorded work ([`QueueCore::executor_check`]): a lock and at most one counter read per check.
+const CHECK_EVERY: u32 = 8;
+
 /// How the loop gets the GPU waited for.
 pub(crate) enum Drive<B: Backend> {
     /// The queue's driver thread waits and wakes tasks; the loop may spin on the counter
@@ -144,8 +148,14 @@ impl<B: Backend> Local<B> {
 
     fn run_loop(&self, mut done: impl FnMut() -> bool) {
         loop {
+            let mut ran = 0u32;
             while let Some(r) = self.ready.pop() {
                 r.run();
+                ran = ran.wrapping_add(1);
+                if ran % CHECK_EVERY == 0 {
+                    // Tasks keep the loop busy: submit what others wait for if the GPU is idle.
+                    self.core.executor_check();
+                }
             }
             if done() || self.closed.get() {
                 return;

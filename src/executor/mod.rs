@@ -78,7 +78,13 @@
 //! reads the counter once and wakes every waiter at or below it.
 //!
 //! **The executor's loop.** It runs ready tasks until none is ready; then (when idle) submits
-//! as above; then sleeps until a waker fires. It never blocks while a task is ready.
+//! as above; then sleeps until a waker fires. It never blocks while a task is ready. While
+//! the loop runs, the driver sleeps, so every 8 task polls the loop itself reads the counter
+//! (when tasks wait for submitted work) and wakes the tasks whose work completed, and, under
+//! group commit, submits the recorded work that tasks wait for if the GPU ran out of work. An
+//! await checks these only when it registers, so a loop kept busy by ready tasks (reading
+//! their results back) would otherwise hold the last group back, with the GPU idle, until no
+//! task is ready.
 //!
 //! **Resources.** Every op holds `Arc`s to its buffers and kernel. A flushed recording moves
 //! to the in-flight list (oldest first) with its value; the completed prefix is retired each

@@ -113,7 +113,11 @@ impl<T> JoinHandle<T> {
     pub fn join(mut self) -> Result<T, JoinError> {
         let runner = self.runner.clone();
         let task = self.task.take().expect("present until joined");
-        runner.run_until_dyn(&mut || task.is_finished());
+        // A finished task needs no loop (entering and leaving one takes the queue's lock twice
+        // and may wake the driver).
+        if !task.is_finished() {
+            runner.run_until_dyn(&mut || task.is_finished());
+        }
         // Finished (or the executor is gone): one poll gives the output without blocking.
         use futures::FutureExt;
         task.now_or_never().flatten().unwrap_or_else(|| Err(JoinError::cancelled()))
