@@ -303,20 +303,28 @@ struct HostBuf {
 impl HostBuf {
     const CHUNK: usize = 1 << 16;
 
-    /// Stores an event; `ticked`: its times are in [`ticks`], else in nanoseconds.
+    /// Stores an event; `ticked`: its times are in [`ticks`], else in nanoseconds. The bytes
+    /// are assembled on the stack and appended at once (this runs for every traced poll).
     fn put(&mut self, kind: HostKind, ticked: bool, ts: i64, dur: u64, id: u64, args: &[u64]) {
-        if self.chunks.last().is_none_or(|c| c.capacity() - c.len() < 64) {
-            self.chunks.push(Vec::with_capacity(Self::CHUNK));
+        // The kind byte and at most 6 varints of at most 10 bytes.
+        let mut tmp = [0u8; 64];
+        tmp[0] = kind as u8 | if ticked { 0x80 } else { 0 };
+        let mut n = varint_into(&mut tmp, 1, ((ts << 1) ^ (ts >> 63)) as u64);
+        n = varint_into(&mut tmp, n, dur);
+        let (_, _, ph, keys) = kind.info();
+        if ph == b'b' {
+            n = varint_into(&mut tmp, n, id);
         }
-        let c = self.chunks.last_mut().expect("just made");
-        c.push(kind as u8 | if ticked { 0x80 } else { 0 });
-        varint(c, ((ts << 1) ^ (ts >> 63)) as u64);
-        varint(c, dur);
-        if kind.info().2 == b'b' {
-            varint(c, id);
+        for i in 0..keys.len().min(3) {
+            n = varint_into(&mut tmp, n, args.get(i).copied().unwrap_or(0));
         }
-        for i in 0..kind.info().3.len() {
-            varint(c, args.get(i).copied().unwrap_or(0));
+        match self.chunks.last_mut() {
+            Some(c) if c.capacity() - c.len() >= n => c.extend_from_slice(&tmp[..n]),
+            _ => {
+                let mut c = Vec::with_capacity(Self::CHUNK);
+                c.extend_from_slice(&tmp[..n]);
+                self.chunks.push(c);
+            }
         }
     }
 
@@ -342,12 +350,16 @@ impl HostBuf {
     }
 }
 
-fn varint(out: &mut Vec<u8>, mut v: u64) {
+/// Writes `v` as a varint into `buf` at `at`; returns the index after it. `buf` has room: the
+/// caller writes at most 61 bytes into 64.
+fn varint_into(buf: &mut [u8; 64], mut at: usize, mut v: u64) -> usize {
     while v >= 0x80 {
-        out.push(v as u8 | 0x80);
+        buf[at] = v as u8 | 0x80;
         v >>= 7;
+        at += 1;
     }
-    out.push(v as u8);
+    buf[at] = v as u8;
+    at + 1
 }
 
 fn read_varint(b: &[u8], at: &mut usize) -> u64 {
