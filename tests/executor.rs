@@ -522,9 +522,11 @@ fn group_commit_submits_bounded_groups_and_when_idle_does_not() {
         }
         let s = exec.stats();
         match (policy, bound) {
-            // Every task's second and fourth dispatch close a group: at least two flushes per
-            // task.
-            (FlushPolicy::GroupCommit, 2) => assert!(s.flushes >= 40, "{s}"),
+            // Full groups are handed to the driver thread, which submits what was recorded
+            // by the time it runs: more than one group, however the threads interleave (the
+            // exact bound is checked through a `Queue` in
+            // `a_running_executor_hands_full_groups_to_its_driver_thread`).
+            (FlushPolicy::GroupCommit, 2) => assert!(s.flushes >= 2, "{s}"),
             // At most one flush per await, and with all tasks recording before any waits, far
             // fewer.
             _ => assert!(s.flushes <= 20, "{policy:?} {bound}: {s}"),
@@ -532,67 +534,6 @@ fn group_commit_submits_bounded_groups_and_when_idle_does_not() {
         assert_eq!(s.flushes, s.submits, "{s}");
         drop(exec);
     }
-    drop(mix);
-    finish(device);
-}
-
-/// Yields once: wakes itself and returns `Pending`, so the executor always has a task ready.
-struct YieldNow(bool);
-
-impl std::future::Future for YieldNow {
-    type Output = ();
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
-        if std::mem::replace(&mut self.0, true) {
-            return std::task::Poll::Ready(());
-        }
-        cx.waker().wake_by_ref();
-        std::task::Poll::Pending
-    }
-}
-
-#[test]
-fn group_commit_submits_when_the_gpu_goes_idle_while_the_loop_stays_busy() {
-    let _w = Watchdog::new(std::time::Duration::from_secs(120));
-    let (device, mix) = setup();
-    let exec = Executor::new(&device).unwrap();
-    // A: a long kernel, submitted at once (the GPU is idle when it waits).
-    let (ctx, m) = (exec.context(), mix.clone());
-    let n = 1usize << 18;
-    let a = exec.spawn(async move {
-        let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
-        ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 300]))?;
-        ctx.synchronize().await
-    });
-    // B: a small job recorded while A runs, so it waits in the recording epoch.
-    let b_done = Rc::new(std::cell::Cell::new(false));
-    let flag = b_done.clone();
-    let b = exec.spawn({
-        let (ctx, m) = (exec.context(), mix.clone());
-        async move {
-            let out = mix_task(ctx, m, 7, 256, 3).await;
-            flag.set(true);
-            out
-        }
-    });
-    // C: keeps a task ready at all times until B is done (or 30 s pass), so the loop never
-    // finds itself idle. B must still be submitted once A completes.
-    let c = exec.spawn(async move {
-        let start = std::time::Instant::now();
-        let mut yields = 0u64;
-        while !b_done.get() && start.elapsed() < std::time::Duration::from_secs(30) {
-            YieldNow(false).await;
-            yields += 1;
-        }
-        (b_done.get(), yields)
-    });
-    exec.run();
-    a.join().unwrap().unwrap();
-    assert_eq!(b.join().unwrap().unwrap(), expected(7, 256, 3));
-    let (seen, yields) = c.join().unwrap();
-    assert!(seen, "B's work stayed unsubmitted while the loop was busy ({yields} yields)");
-    let s = exec.stats();
-    assert_eq!(s.flushes, 2, "one flush for A, one for B: {s}");
-    drop(exec);
     drop(mix);
     finish(device);
 }

@@ -93,6 +93,9 @@ pub(crate) struct State<B> {
     flush_again: bool,
     /// Threads waiting for the running flush to end (see [`QueueCore::shutdown`]).
     flush_watchers: usize,
+    /// A running executor's task filled a group (the group bound): the driver thread encodes
+    /// and submits it while the executor goes on running tasks (see [`QueueCore::record`]).
+    hand_off: bool,
 }
 
 impl<B> State<B> {
@@ -150,6 +153,7 @@ pub(crate) struct Counters {
     pub wait_ns: AtomicU64,
     pub spin_ns: AtomicU64,
     pub flush_ns: AtomicU64,
+    pub handed_flushes: AtomicU64,
 }
 
 pub(crate) fn bump(c: &AtomicU64, by: u64) {
@@ -247,6 +251,8 @@ pub(crate) struct QueueCore<B> {
     /// flushing and the first wait (a spin) are its job and the driver stays out of the way;
     /// when it parks or returns, the driver takes over (group commit, waits).
     parked: AtomicBool,
+    /// A driver thread runs this core (the model tests drive it inline instead).
+    threaded: AtomicBool,
     /// The queue's trace, when on (see [`crate::trace`]).
     pub trace: Option<Arc<QueueTrace>>,
     /// Per-context GPU time is measured.
@@ -277,6 +283,7 @@ impl<B: Backend> QueueCore<B> {
                 flushing_waiters: Vec::new(),
                 flush_again: false,
                 flush_watchers: 0,
+                hand_off: false,
             }),
             driver_cv: Condvar::new(),
             flush_done: Condvar::new(),
@@ -285,6 +292,7 @@ impl<B: Backend> QueueCore<B> {
             options,
             running: AtomicU32::new(0),
             parked: AtomicBool::new(false),
+            threaded: AtomicBool::new(false),
         })
     }
 
@@ -311,6 +319,7 @@ impl<B: Backend> QueueCore<B> {
             wait_ns: g(&c.wait_ns),
             spin_ns: g(&c.spin_ns),
             flush_ns: g(&c.flush_ns),
+            handed_flushes: g(&c.handed_flushes),
             memory_peak: self.budget.as_ref().map_or(0, |b| b.peak()),
         }
     }
@@ -374,7 +383,20 @@ impl<B: Backend> QueueCore<B> {
             }
             let group = self.options.flush == FlushPolicy::GroupCommit
                 && st.backend.pending_commands() >= self.options.group_bound;
-            if group || st.backend.pending_len() >= self.options.max_pending {
+            let hand = group
+                && st.flushing.is_none()
+                && st.waiting.is_none()
+                && self.executor_running()
+                && self.threaded.load(Ordering::Relaxed);
+            if hand {
+                // A running executor's group is full: its driver thread (idle: not in a GPU
+                // wait, which a notification would not cut short) encodes and submits it
+                // while the executor runs more tasks.
+                if !st.hand_off {
+                    st.hand_off = true;
+                    self.notify_driver();
+                }
+            } else if group || st.backend.pending_len() >= self.options.max_pending {
                 drop(self.flush(st, &mut wakers));
             }
             r
@@ -472,6 +494,8 @@ impl<B: Backend> QueueCore<B> {
             st.flush_again = true;
             return st;
         }
+        // Whatever was handed to the driver goes with this flush.
+        st.hand_off = false;
         loop {
             let batch = std::mem::replace(&mut st.batch, Batch::recording());
             let keys = std::mem::take(&mut st.pending_waiters);
@@ -617,6 +641,11 @@ impl<B: Backend> QueueCore<B> {
             return Action::Stop;
         }
         if self.executor_running() {
+            // The executor submits and waits itself, but for the groups it handed over.
+            if std::mem::take(&mut st.hand_off) && st.flushing.is_none() && st.backend.has_pending() {
+                bump(&self.counters.handed_flushes, 1);
+                return Action::Flush;
+            }
             return Action::Sleep;
         }
         if st.flushing.is_some() {
@@ -1068,8 +1097,12 @@ impl<B: Backend> Drop for SyncFuture<B> {
 /// Starts the driver thread of a core (see [`QueueCore::drive`]). The receiver gets a message
 /// when the thread has let go of the core and the device (so that an owner can make sure no
 /// thread of its own still touches Vulkan, for example before the process exits).
-pub(crate) fn spawn_driver<B: Backend>(core: &Arc<QueueCore<B>>, name: &str) -> Result<std::sync::mpsc::Receiver<()>> {
+pub(crate) fn spawn_driver<B: Backend>(
+    core: &Arc<QueueCore<B>>,
+    name: &str,
+) -> Result<(std::sync::mpsc::Receiver<()>, std::thread::JoinHandle<()>)> {
     let waiter = core.lock().backend.waiter();
+    core.threaded.store(true, Ordering::Relaxed);
     let core = core.clone();
     let (done, rx) = std::sync::mpsc::channel();
     let live = LiveDriver::start();
@@ -1082,7 +1115,7 @@ pub(crate) fn spawn_driver<B: Backend>(core: &Arc<QueueCore<B>>, name: &str) -> 
             drop(live);
             let _ = done.send(());
         })
-        .map(|_| rx)
+        .map(|h| (rx, h))
         .map_err(|e| Error::InvalidArgument(format!("could not start the queue's driver thread: {e}")))
 }
 

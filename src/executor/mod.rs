@@ -62,7 +62,13 @@
 //!   everything that gathered, in one submit. The delay is zero on an idle GPU, and the GPU
 //!   works while the host records. A group is also submitted once it holds
 //!   [`ExecutorBuilder::max_group_ops`] commands (96 by default), in flight or not, so that the
-//!   GPU gets work in steps and little is left for the end of a run.
+//!   GPU gets work in steps and little is left for the end of a run. On an executor whose loop
+//!   is running (and whose driver thread is not in a GPU wait), the task that fills a group
+//!   does not encode it: it hands it to the driver thread, which encodes and submits it (with
+//!   whatever was recorded by the time it starts) while the loop runs more tasks. Encoding is
+//!   a quarter of the loop's host time per job on the H200, so the two threads share it
+//!   (`Stats::handed_flushes` counts these flushes). A [`Queue`] has no loop: the recording
+//!   thread submits its group itself.
 //! - *When idle* ([`FlushPolicy::WhenIdle`]): an executor submits only when no task can run:
 //!   the fewest submits (1,000 independent tasks: one). While no executor loop runs (a context
 //!   awaited elsewhere), the driver submits by group commit, so such a wait never hangs.
@@ -250,6 +256,10 @@ pub struct Stats {
     /// Time spent flushing (encoding the recorded work, batches included, and submitting it),
     /// in nanoseconds. Flushes run without the queue's lock, one at a time.
     pub flush_ns: u64,
+    /// Of the flushes, those of full groups that a running executor handed to its driver
+    /// thread, which encoded and submitted them while the executor ran tasks (see the
+    /// [module docs](self)); always 0 for a [`Queue`].
+    pub handed_flushes: u64,
 }
 
 impl std::fmt::Display for Stats {
@@ -308,7 +318,9 @@ macro_rules! shared_setters {
         /// went from 6.4–7.0 to 5.2–5.4 µs per job on an [`Executor`] and from 8.0–8.4 to
         /// 5.9–6.8 through a [`Queue`] from 16 tokio workers; with 100,000 jobs, where the GPU
         /// never idles, the bound costs 2–7 % (`BENCHMARKS.md`). Batch items ([`Ctx::batch`])
-        /// do not count.
+        /// do not count. On an [`Executor`] whose loop runs, a full group is handed to the
+        /// queue's driver thread, which submits it together with what was recorded by the time
+        /// it starts (see the [module docs](crate::executor)).
         pub fn max_group_ops(mut self, n: usize) -> Self {
             self.options.group_bound = n.max(1);
             self
@@ -432,7 +444,7 @@ pub struct Executor {
     local: Rc<Local<VulkanBackend>>,
     device: Device,
     /// Signalled when the driver thread has let go of the queue and the device.
-    driver_done: Option<std::sync::mpsc::Receiver<()>>,
+    driver_done: Option<(std::sync::mpsc::Receiver<()>, std::thread::JoinHandle<()>)>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -530,8 +542,12 @@ impl Drop for Executor {
         // Vulkan after its drop: a process that exits right after dropping the executor would
         // otherwise tear the driver's state down under that thread (a crash at exit, seen on
         // lavapipe).
-        if let Some(rx) = self.driver_done.take() {
-            let _ = rx.recv_timeout(self::core::SHUTDOWN_BOUND);
+        if let Some((rx, thread)) = self.driver_done.take() {
+            if rx.recv_timeout(self::core::SHUTDOWN_BOUND).is_ok() {
+                // It has let go and only returns now: wait for the thread's end, its
+                // thread-local destructors (the Vulkan layers' among them) included.
+                let _ = thread.join();
+            }
         }
     }
 }
