@@ -94,17 +94,15 @@ fn group_commit_submits_when_the_gpu_goes_idle_while_the_loop_stays_busy() {
 
 /// Twenty jobs of four dispatches each, all recorded before any waits (the group bound then
 /// decides the flushes).
-fn four_dispatch_job(ctx: Ctx, m: Kernel, t: u32) -> impl std::future::Future<Output = Result<Vec<u32>, Error>> {
-    async move {
-        let n = 256usize;
-        let data: Vec<u32> = (0..n as u32).map(|i| i ^ t.wrapping_mul(2654435761)).collect();
-        let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
-        ctx.upload(&buf, &data)?;
-        for _ in 0..4 {
-            ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 1]))?;
-        }
-        ctx.read(&buf).await
+async fn four_dispatch_job(ctx: Ctx, m: Kernel, t: u32) -> Result<Vec<u32>, Error> {
+    let n = 256usize;
+    let data: Vec<u32> = (0..n as u32).map(|i| i ^ t.wrapping_mul(2654435761)).collect();
+    let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
+    ctx.upload(&buf, &data)?;
+    for _ in 0..4 {
+        ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 1]))?;
     }
+    ctx.read(&buf).await
 }
 
 #[test]
