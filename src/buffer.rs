@@ -142,9 +142,20 @@ impl RawBuffer {
         let shared = &device.shared;
         shared.check_lost()?;
         let class = Pool::class_of(size, limit);
-        let chunk = {
-            let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
-            pool.alloc(shared, &shared.allocator, kind, class)?
+        let chunk = match shared.stash.take(kind, class) {
+            Some(c) => c,
+            None => {
+                let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
+                match pool.alloc(shared, &shared.allocator, kind, class) {
+                    // Chunks stashed by other threads keep their blocks: give them back (the
+                    // pool then trims idle blocks) and try once more.
+                    Err(Error::OutOfDeviceMemory(_)) => {
+                        shared.stash.drain_into(&mut pool);
+                        pool.alloc(shared, &shared.allocator, kind, class)?
+                    }
+                    other => other?,
+                }
+            }
         };
         shared.live_buffers.fetch_add(1, Ordering::Relaxed);
         shared.live_bytes.fetch_add(size, Ordering::Relaxed);
@@ -386,7 +397,9 @@ impl Drop for RawBuffer {
         let shared = &self.device.shared;
         shared.live_buffers.fetch_sub(1, Ordering::Relaxed);
         shared.live_bytes.fetch_sub(self.size, Ordering::Relaxed);
-        shared.pool.lock().unwrap_or_else(|p| p.into_inner()).free(self.kind, self.chunk);
+        if let Some(chunk) = shared.stash.put(self.kind, self.chunk) {
+            shared.pool.lock().unwrap_or_else(|p| p.into_inner()).free(self.kind, chunk);
+        }
     }
 }
 

@@ -206,6 +206,8 @@ pub(crate) struct DeviceShared {
     pub allocator: ManuallyDrop<Mutex<Allocator>>,
     /// Blocks that small buffers are carved from (lock order: pool, then allocator).
     pub pool: Mutex<crate::pool::Pool>,
+    /// Per-thread caches of free chunks in front of `pool` (see [`crate::pool::Stash`]).
+    pub stash: crate::pool::Stash,
     /// Bytes of buffer memory allocated in the device-local heap and in the host heap, against
     /// the heaps' sizes (`budget`); a device without a separate host heap counts both in the
     /// first.
@@ -444,6 +446,7 @@ impl Device {
                 lost: AtomicBool::new(false),
                 allocator: ManuallyDrop::new(Mutex::new(allocator)),
                 pool: Mutex::default(),
+                stash: crate::pool::Stash::default(),
                 heap_used: [AtomicU64::new(0), AtomicU64::new(0)],
                 heap_size: [device_local_heap, host_heap.unwrap_or(0)],
                 live_buffers: AtomicU64::new(0),
@@ -528,6 +531,7 @@ impl Device {
     /// Frees the pooled blocks that no live buffer uses; returns the bytes released.
     pub fn trim(&self) -> u64 {
         let mut pool = self.shared.pool.lock().unwrap_or_else(|p| p.into_inner());
+        self.shared.stash.drain_into(&mut pool);
         let mut alloc = self.shared.allocator.lock().unwrap_or_else(|p| p.into_inner());
         pool.trim(&self.shared, &mut alloc)
     }

@@ -253,3 +253,63 @@ impl Pool {
         }
     }
 }
+
+/// Shards of the stash: threads are spread over them round-robin.
+const STASH_SHARDS: usize = 16;
+/// Free chunks one shard keeps at most (of any kinds and classes).
+const STASH_CAP: usize = 32;
+
+/// Small caches of free chunks in front of the pool's lock. Many threads that make and drop
+/// buffers at once (a `Queue` under tokio: three buffers per job) otherwise all queue on the one
+/// pool lock; each thread now takes and returns chunks through its own shard first. Stashed
+/// chunks stay counted as used by their blocks, so [`Stash::drain_into`] gives them back before
+/// a trim.
+pub(crate) struct Stash {
+    shards: [std::sync::Mutex<Vec<(MemoryKind, Chunk)>>; STASH_SHARDS],
+}
+
+impl Default for Stash {
+    fn default() -> Self {
+        Stash { shards: std::array::from_fn(|_| std::sync::Mutex::new(Vec::new())) }
+    }
+}
+
+impl Stash {
+    /// This thread's shard.
+    fn shard(&self) -> std::sync::MutexGuard<'_, Vec<(MemoryKind, Chunk)>> {
+        use std::sync::atomic::AtomicUsize;
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        thread_local! {
+            static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % STASH_SHARDS;
+        }
+        let i = SHARD.try_with(|s| *s).unwrap_or(0);
+        self.shards[i].lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A stashed free chunk of `kind` and `class`, if this thread's shard has one.
+    pub fn take(&self, kind: MemoryKind, class: u64) -> Option<Chunk> {
+        let mut shard = self.shard();
+        let i = shard.iter().rposition(|(k, c)| *k == kind && c.class == class)?;
+        Some(shard.swap_remove(i).1)
+    }
+
+    /// Keeps a freed chunk in this thread's shard; gives it back when the shard is full.
+    pub fn put(&self, kind: MemoryKind, chunk: Chunk) -> Option<Chunk> {
+        let mut shard = self.shard();
+        if shard.len() >= STASH_CAP {
+            return Some(chunk);
+        }
+        shard.push((kind, chunk));
+        None
+    }
+
+    /// Returns every stashed chunk to `pool` (before a trim). Lock order: the pool, then the
+    /// shards (the other paths never hold a shard while they take the pool's lock).
+    pub fn drain_into(&self, pool: &mut Pool) {
+        for s in &self.shards {
+            for (kind, chunk) in s.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+                pool.free(kind, chunk);
+            }
+        }
+    }
+}

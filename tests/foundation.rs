@@ -324,6 +324,37 @@ fn an_exhausted_heap_is_a_typed_error() {
 }
 
 #[test]
+fn buffers_made_and_dropped_on_many_threads_reuse_the_pool_and_trim_to_nothing() {
+    let device = device();
+    let round = |device: &Device| {
+        std::thread::scope(|s| {
+            for t in 0..8u32 {
+                let d = device.clone();
+                s.spawn(move || {
+                    for i in 0..40u32 {
+                        let kind = [MemoryKind::Device, MemoryKind::Upload, MemoryKind::Readback][(i % 3) as usize];
+                        let b = Buffer::<u32>::new(&d, 1024, kind).unwrap();
+                        assert_eq!(b.len(), 1024, "thread {t}");
+                    }
+                });
+            }
+        });
+    };
+    round(&device);
+    let reserved = device.memory_report().pooled_bytes;
+    assert!(reserved > 0);
+    // Chunks freed on each thread are reused (through its stash or the pool): more rounds of
+    // the same work reserve no more blocks.
+    for _ in 0..4 {
+        round(&device);
+    }
+    assert_eq!(device.memory_report().pooled_bytes, reserved);
+    assert_eq!(device.memory_report().live_buffers, 0);
+    // A trim gives back the chunks stashed by every thread, so every block is freed.
+    finish(device);
+}
+
+#[test]
 fn handles_can_cross_threads() {
     fn send_sync<T: Send + Sync>() {}
     send_sync::<Device>();
