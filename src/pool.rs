@@ -16,6 +16,11 @@
 //!
 //! Blocks are kept for reuse; [`crate::Device::trim`] frees the blocks with no chunk in use.
 //!
+//! Freed chunks first go to a small per-thread stash ([`Stash`]) that the same thread's next
+//! buffers take from, so that threads making and dropping buffers at once do not all queue on
+//! the pool's lock; a trim (and an allocation that finds the device's memory exhausted) gives
+//! the stashed chunks back to the pool first.
+//!
 //! # Chunk alignment and robust buffer access
 //! A chunk's neighbours in its block are other buffers, maybe other tasks'. With
 //! `robustBufferAccess2` (`VK_EXT_robustness2`, see [`crate::Device::robust_access`]) a kernel's

@@ -315,10 +315,10 @@ macro_rules! shared_setters {
         /// gathered, even while a submission is in flight (at least 1; default 96; `usize::MAX`
         /// for no bound). Bounded groups keep the GPU fed in steps and leave little work for
         /// the end of a run: on the NVIDIA H200, 1,000 independent jobs (three commands each)
-        /// went from 6.4–7.0 to 5.2–5.4 µs per job on an [`Executor`] and from 8.0–8.4 to
+        /// went from 6.4–7.0 to 5.2–5.4 µs per job on an [`crate::Executor`] and from 8.0–8.4 to
         /// 5.9–6.8 through a [`Queue`] from 16 tokio workers; with 100,000 jobs, where the GPU
         /// never idles, the bound costs 2–7 % (`BENCHMARKS.md`). Batch items ([`Ctx::batch`])
-        /// do not count. On an [`Executor`] whose loop runs, a full group is handed to the
+        /// do not count. On an [`crate::Executor`] whose loop runs, a full group is handed to the
         /// queue's driver thread, which submits it together with what was recorded by the time
         /// it starts (see the [module docs](crate::executor)).
         pub fn max_group_ops(mut self, n: usize) -> Self {
