@@ -144,17 +144,9 @@ impl RawBuffer {
         let class = Pool::class_of(size, limit);
         let chunk = match shared.stash.take(kind, class) {
             Some(c) => c,
+            // (On exhausted memory the pool trims, which takes back stashed chunks first.)
             None => {
-                let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
-                match pool.alloc(shared, &shared.allocator, kind, class) {
-                    // Chunks stashed by other threads keep their blocks: give them back (the
-                    // pool then trims idle blocks) and try once more.
-                    Err(Error::OutOfDeviceMemory(_)) => {
-                        shared.stash.drain_into(&mut pool);
-                        pool.alloc(shared, &shared.allocator, kind, class)?
-                    }
-                    other => other?,
-                }
+                shared.pool.lock().unwrap_or_else(|p| p.into_inner()).alloc(shared, &shared.allocator, kind, class)?
             }
         };
         shared.live_buffers.fetch_add(1, Ordering::Relaxed);

@@ -531,7 +531,6 @@ impl Device {
     /// Frees the pooled blocks that no live buffer uses; returns the bytes released.
     pub fn trim(&self) -> u64 {
         let mut pool = self.shared.pool.lock().unwrap_or_else(|p| p.into_inner());
-        self.shared.stash.drain_into(&mut pool);
         let mut alloc = self.shared.allocator.lock().unwrap_or_else(|p| p.into_inner());
         pool.trim(&self.shared, &mut alloc)
     }

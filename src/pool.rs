@@ -18,8 +18,8 @@
 //!
 //! Freed chunks first go to a small per-thread stash ([`Stash`]) that the same thread's next
 //! buffers take from, so that threads making and dropping buffers at once do not all queue on
-//! the pool's lock; a trim (and an allocation that finds the device's memory exhausted) gives
-//! the stashed chunks back to the pool first.
+//! the pool's lock; a trim (also the one an allocation makes when the device's memory is
+//! exhausted) gives the stashed chunks back to the pool first.
 //!
 //! # Chunk alignment and robust buffer access
 //! A chunk's neighbours in its block are other buffers, maybe other tasks'. With
@@ -226,6 +226,8 @@ impl Pool {
 
     /// Frees every block with no chunk in use. Returns the bytes released.
     pub fn trim(&mut self, device: &DeviceShared, allocator: &mut Allocator) -> u64 {
+        // Chunks stashed by threads keep their blocks in use: give them back first.
+        device.stash.drain_into(self);
         let idle: Vec<usize> =
             (0..self.blocks.len()).filter(|&i| self.used[i] == 0 && self.blocks[i].is_some()).collect();
         if idle.is_empty() {
@@ -267,8 +269,8 @@ const STASH_CAP: usize = 32;
 /// Small caches of free chunks in front of the pool's lock. Many threads that make and drop
 /// buffers at once (a `Queue` under tokio: three buffers per job) otherwise all queue on the one
 /// pool lock; each thread now takes and returns chunks through its own shard first. Stashed
-/// chunks stay counted as used by their blocks, so [`Stash::drain_into`] gives them back before
-/// a trim.
+/// chunks stay counted as used by their blocks, so [`Pool::trim`] gives them back first
+/// ([`Stash::drain_into`]).
 pub(crate) struct Stash {
     shards: [std::sync::Mutex<Vec<(MemoryKind, Chunk)>>; STASH_SHARDS],
 }
@@ -308,8 +310,9 @@ impl Stash {
         None
     }
 
-    /// Returns every stashed chunk to `pool` (before a trim). Lock order: the pool, then the
-    /// shards (the other paths never hold a shard while they take the pool's lock).
+    /// Returns every stashed chunk to `pool` (at the start of [`Pool::trim`]). Lock order: the
+    /// pool, then the shards (the other paths never hold a shard while they take the pool's
+    /// lock).
     pub fn drain_into(&self, pool: &mut Pool) {
         for s in &self.shards {
             for (kind, chunk) in s.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {

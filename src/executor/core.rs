@@ -461,17 +461,23 @@ impl<B: Backend> QueueCore<B> {
         let mut wakers = Vec::new();
         let flushed = {
             let mut st = self.lock();
-            if st.submitted > st.completed && !st.by_value.is_empty() {
-                if let Ok(c) = st.backend.completed() {
-                    self.complete_upto(&mut st, c, &mut wakers);
-                }
-            }
-            let due = self.options.flush == FlushPolicy::GroupCommit
+            let may_flush = self.options.flush == FlushPolicy::GroupCommit
                 && st.flushing.is_none()
                 && !st.pending_waiters.is_empty()
                 && st.backend.has_pending()
-                && st.fatal.is_none()
-                && self.gpu_idle(&mut st, &mut wakers);
+                && st.fatal.is_none();
+            // One counter read at most: `gpu_idle` reads it (and fires the waiters it shows
+            // done) when a flush is in question; otherwise it is read for the waiters alone.
+            let due = if may_flush {
+                self.gpu_idle(&mut st, &mut wakers)
+            } else {
+                if st.submitted > st.completed && !st.by_value.is_empty() {
+                    if let Ok(c) = st.backend.completed() {
+                        self.complete_upto(&mut st, c, &mut wakers);
+                    }
+                }
+                false
+            };
             if due {
                 drop(self.flush(st, &mut wakers));
             }
