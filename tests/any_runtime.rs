@@ -6,13 +6,7 @@ mod common;
 use common::*;
 use std::sync::Arc;
 use std::time::Duration;
-use vkasync::{kernels, Buffer, Ctx, Device, Error, Kernel, MemoryKind, Queue};
-
-fn setup() -> (Device, Kernel) {
-    let device = device();
-    let mix = Kernel::new(&device, &kernels::MIX).unwrap();
-    (device, mix)
-}
+use vkasync::{Buffer, Ctx, Error, Kernel, MemoryKind, Queue};
 
 /// A job of `rounds` awaits: each round dispatches `mix` once and awaits it; the last reads the
 /// buffer back. Returns the buffer, which must equal `expected(seed, rounds)`.

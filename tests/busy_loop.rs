@@ -5,31 +5,13 @@
 //! these tests running next to `tests/executor.rs`'s one-flush thousand-task test crashed the
 //! layer (Mesa 22.3 lavapipe, layer 1.3.239; in about 1 of 10 parallel runs, also with the
 //! hand-over to the driver thread turned off; never with `--test-threads=1` or without the
-//! layer).
+//! layer), before such layers ran with their thread-safety checks off (see `src/instance.rs`).
 
 mod common;
+use common::mix_expected as expected;
 use common::*;
 use std::rc::Rc;
-use vkasync::{kernels, Buffer, Ctx, Device, Error, Executor, Kernel, MemoryKind, Queue};
-
-/// One task of the motivating case: upload, one `mix`, read back.
-async fn mix_task(ctx: Ctx, mix: Kernel, t: u32, n: usize, k: u32) -> Result<Vec<u32>, Error> {
-    let data: Vec<u32> = (0..n as u32).map(|i| i ^ t.wrapping_mul(2654435761)).collect();
-    let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
-    ctx.upload(&buf, &data)?;
-    ctx.dispatch(&mix, [mix.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
-    ctx.read(&buf).await
-}
-
-fn expected(t: u32, n: usize, k: u32) -> Vec<u32> {
-    (0..n as u32).map(|i| mix_cpu(i ^ t.wrapping_mul(2654435761), k)).collect()
-}
-
-fn setup() -> (Device, Kernel) {
-    let device = device();
-    let mix = Kernel::new(&device, &kernels::MIX).unwrap();
-    (device, mix)
-}
+use vkasync::{Buffer, Ctx, Error, Executor, Kernel, MemoryKind, Queue};
 
 /// Yields once: wakes itself and returns `Pending`, so the executor always has a task ready.
 struct YieldNow(bool);

@@ -1,28 +1,10 @@
 //! The executor on the real device: batching, waiting, stats, lifetimes, cancellation, faults.
 
 mod common;
+use common::mix_expected as expected;
 use common::*;
 use std::rc::Rc;
-use vkasync::{kernels, Buffer, Ctx, Device, Error, Executor, FlushPolicy, Kernel, MemoryKind, WaitPolicy};
-
-/// One task of the motivating case: upload, one `mix`, read back.
-async fn mix_task(ctx: Ctx, mix: Kernel, t: u32, n: usize, k: u32) -> Result<Vec<u32>, Error> {
-    let data: Vec<u32> = (0..n as u32).map(|i| i ^ t.wrapping_mul(2654435761)).collect();
-    let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
-    ctx.upload(&buf, &data)?;
-    ctx.dispatch(&mix, [mix.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
-    ctx.read(&buf).await
-}
-
-fn expected(t: u32, n: usize, k: u32) -> Vec<u32> {
-    (0..n as u32).map(|i| mix_cpu(i ^ t.wrapping_mul(2654435761), k)).collect()
-}
-
-fn setup() -> (Device, Kernel) {
-    let device = device();
-    let mix = Kernel::new(&device, &kernels::MIX).unwrap();
-    (device, mix)
-}
+use vkasync::{Buffer, Ctx, Error, Executor, FlushPolicy, Kernel, MemoryKind, WaitPolicy};
 
 #[test]
 fn two_tasks_share_one_submit_and_one_wait_when_submitting_only_when_idle() {

@@ -2,7 +2,7 @@
 //! and synchronization validation on, and fails if the layer reported anything.
 #![allow(dead_code)]
 
-use vkasync::Device;
+use vkasync::{kernels, Buffer, Ctx, Device, Error, Kernel, MemoryKind};
 
 /// Opens the device with validation on. Honours `VKASYNC_DEVICE`. With
 /// `VKASYNC_TEST_ALWAYS_STAGE=1` the device is driven as a discrete GPU (staging copies for every
@@ -94,4 +94,25 @@ impl Drop for Watchdog {
             let _ = tx.send(());
         }
     }
+}
+
+/// A device with validation and the `mix` kernel.
+pub fn setup() -> (Device, Kernel) {
+    let device = device();
+    let mix = Kernel::new(&device, &kernels::MIX).unwrap();
+    (device, mix)
+}
+
+/// One task of the motivating case: upload, one `mix`, read back.
+pub async fn mix_task(ctx: Ctx, mix: Kernel, t: u32, n: usize, k: u32) -> Result<Vec<u32>, Error> {
+    let data: Vec<u32> = (0..n as u32).map(|i| i ^ t.wrapping_mul(2654435761)).collect();
+    let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
+    ctx.upload(&buf, &data)?;
+    ctx.dispatch(&mix, [mix.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
+    ctx.read(&buf).await
+}
+
+/// What [`mix_task`] returns for task `t`, computed on the CPU.
+pub fn mix_expected(t: u32, n: usize, k: u32) -> Vec<u32> {
+    (0..n as u32).map(|i| mix_cpu(i ^ t.wrapping_mul(2654435761), k)).collect()
 }
