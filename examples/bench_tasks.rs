@@ -191,7 +191,8 @@ fn run_sequential(
 
 /// Host-side breakdown of one run, in µs per task. Executor: spawning, running (recording,
 /// flushing, waking, reading back), of which blocked in the GPU wait, and joining. Raw batch:
-/// buffers, recording, submit + wait, read back + verify.
+/// buffers, recording, submit + wait, read back + verify. Tokio modes: the spawn loop (tasks run
+/// meanwhile), the whole run (spawns included), of which the driver blocked in GPU waits.
 #[derive(Default, Clone, Copy, Debug)]
 struct ExecBreakdown {
     spawn: f64,
@@ -239,18 +240,21 @@ fn run_tokio(
 ) -> Result<ExecBreakdown, Error> {
     let wait0 = queue.stats().wait_ns;
     let t0 = Instant::now();
+    let mut t1 = t0;
     rt.block_on(async {
         let handles: Vec<_> = (0..tasks)
             .map(|t| tokio::spawn(task(queue.context(), mix.clone(), t, n, k, want.clone(), zeroed)))
             .collect();
+        t1 = Instant::now();
         for h in handles {
             h.await.expect("task panicked")?;
         }
         Ok::<(), Error>(())
     })?;
     let run = t0.elapsed().as_secs_f64() * 1e6 / tasks as f64;
+    let spawn = (t1 - t0).as_secs_f64() * 1e6 / tasks as f64;
     let wait = (queue.stats().wait_ns - wait0) as f64 / 1e3 / tasks as f64;
-    Ok(ExecBreakdown { spawn: 0.0, run, wait, join: 0.0 })
+    Ok(ExecBreakdown { spawn, run, wait, join: 0.0 })
 }
 
 /// `run_tokio` over a [`QueueSet`]: each task's context goes to the least-loaded device.
@@ -267,6 +271,7 @@ fn run_tokio_set(
 ) -> Result<ExecBreakdown, Error> {
     let wait0: u64 = set.stats().iter().map(|s| s.wait_ns).sum();
     let t0 = Instant::now();
+    let mut t1 = t0;
     rt.block_on(async {
         let handles: Vec<_> = (0..tasks)
             .map(|t| {
@@ -275,14 +280,16 @@ fn run_tokio_set(
                 tokio::spawn(task(ctx, mix, t, n, k, want.clone(), zeroed))
             })
             .collect();
+        t1 = Instant::now();
         for h in handles {
             h.await.expect("task panicked")?;
         }
         Ok::<(), Error>(())
     })?;
     let run = t0.elapsed().as_secs_f64() * 1e6 / tasks as f64;
+    let spawn = (t1 - t0).as_secs_f64() * 1e6 / tasks as f64;
     let wait = (set.stats().iter().map(|s| s.wait_ns).sum::<u64>() - wait0) as f64 / 1e3 / tasks as f64;
-    Ok(ExecBreakdown { spawn: 0.0, run, wait, join: 0.0 })
+    Ok(ExecBreakdown { spawn, run, wait, join: 0.0 })
 }
 
 /// The hand-written batch: one command pool and command buffer reused across runs.

@@ -208,10 +208,34 @@ impl Ctx {
     }
 
     /// Reads `src` back after the work recorded so far: read-back, synchronize, copy out.
+    ///
+    /// Records the read-back and starts the wait under one hold of the queue's lock.
     pub async fn read<T: Pod>(&self, src: &Buffer<T>) -> Result<Vec<T>> {
-        let rb = self.read_back(src)?;
-        self.synchronize().await?;
-        rb.into_vec()
+        // The read-back buffer is allocated before the queue's lock is taken.
+        let mut staging = Some(crate::commands::stage_read_back(&self.device, src)?);
+        let ctx = if self.shared.trace.is_some() { self.state.clock().id } else { 0 };
+        let mut rb = None;
+        let mut wait: Option<SyncFuture<VulkanBackend>> = None;
+        std::future::poll_fn(|cx| {
+            if let Some(w) = &mut wait {
+                return Pin::new(w).poll(cx);
+            }
+            let staging = staging.take().expect("the first poll records");
+            let (r, w, poll) = self.shared.record_and_wait(
+                &self.state,
+                ctx,
+                |b| match staging {
+                    Some(staging) => Ok(b.pending.push_read_back(src, staging)),
+                    None => b.pending.read_back(src),
+                },
+                cx,
+            )?;
+            rb = Some(r);
+            wait = Some(w);
+            poll
+        })
+        .await?;
+        rb.expect("recorded before the wait ended").into_vec()
     }
 
     /// Submits everything recorded so far by all tasks now, without waiting.

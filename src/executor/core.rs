@@ -2,13 +2,15 @@
 //! thread-safe [`crate::Queue`]) and generic over the queue ([`Backend`]) so that it can be
 //! tested without a GPU. See the module docs of [`crate::executor`] for the protocol.
 //!
-//! Everything here is behind one mutex ([`QueueCore::state`]); nothing is lock-free except the
-//! statistics counters. Wakers are collected while the lock is held and woken after it is
-//! released.
+//! Everything here is behind one mutex ([`QueueCore::state`]). Outside it there are only
+//! atomics written under it and read without it: the statistics counters, an epoch's submitted
+//! value ([`Batch::value`]) and the last completed value ([`QueueCore::completed_seen`]), from
+//! which a woken future learns that its work succeeded without taking the lock. Wakers are
+//! collected while the lock is held and woken after it is released.
 
 use super::backend::{Backend, FlushInfo, Waiter};
 use super::budget::MemoryBudget;
-use super::waiters::{Key, Waiters};
+use super::waiters::{Key, SlotState, Waiters};
 use super::{FlushPolicy, Stats, WaitPolicy};
 use crate::error::{Error, Result};
 use crate::trace::{HostKind, QueueTrace, TaskClock};
@@ -39,11 +41,16 @@ pub(crate) enum BatchStatus {
 #[derive(Debug)]
 pub(crate) struct Batch {
     pub status: Mutex<BatchStatus>,
+    /// The value of `Submitted`, or [`Batch::NOT_SUBMITTED`]: written with the status (under
+    /// the core's lock), read without any lock by [`SyncFuture`]'s fast path.
+    value: AtomicU64,
 }
 
 impl Batch {
+    const NOT_SUBMITTED: u64 = u64::MAX;
+
     fn recording() -> Arc<Self> {
-        Arc::new(Batch { status: Mutex::new(BatchStatus::Recording) })
+        Arc::new(Batch { status: Mutex::new(BatchStatus::Recording), value: AtomicU64::new(Self::NOT_SUBMITTED) })
     }
 
     fn status(&self) -> BatchStatus {
@@ -51,7 +58,17 @@ impl Batch {
     }
 
     fn set(&self, s: BatchStatus) {
+        let v = match s {
+            BatchStatus::Submitted(v) => v,
+            _ => Self::NOT_SUBMITTED,
+        };
         *lock(&self.status) = s;
+        self.value.store(v, Ordering::Release);
+    }
+
+    /// The value the epoch's submission signals, once submitted.
+    fn value(&self) -> Option<u64> {
+        Some(self.value.load(Ordering::Acquire)).filter(|&v| v != Self::NOT_SUBMITTED)
     }
 }
 
@@ -59,6 +76,30 @@ impl Batch {
 /// before anything that can panic runs.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Tries a lock this many times, backing off, before blocking on it (see [`lock_hot`]).
+const HOT_TRIES: u32 = 8;
+
+/// Locks a mutex that many threads take for short holds (the queue's state): tries it a few
+/// times with exponential backoff (about 200 spin-loop hints in all) before blocking. The
+/// standard mutex stops spinning once any thread sleeps on it; from then on every locker
+/// sleeps in the kernel and every unlock is a futex wake. With 16 tokio workers recording into
+/// one queue that convoy cost more than the work under the lock (the futex hash bucket's
+/// spinlock was a third of all CPU samples on the H200's host).
+pub(crate) fn lock_hot<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    for i in 0..HOT_TRIES {
+        match m.try_lock() {
+            Ok(g) => return g,
+            Err(std::sync::TryLockError::Poisoned(p)) => return p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                for _ in 0..(1u32 << i.min(6)) {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
+    lock(m)
 }
 
 /// The scheduling state, behind [`QueueCore::state`].
@@ -255,6 +296,12 @@ pub(crate) struct QueueCore<B> {
     threaded: AtomicBool,
     /// The queue's trace, when on (see [`crate::trace`]).
     pub trace: Option<Arc<QueueTrace>>,
+    /// `State::completed`, stored under the lock whenever it grows (Release) so that a woken
+    /// [`SyncFuture`] can see its epoch done without the lock.
+    completed_seen: AtomicU64,
+    /// Set once any waiter was fired with a failure ([`Waiters::failed_flag`]): the lock-free
+    /// look at `completed_seen` is then no longer enough.
+    waiter_failed: Arc<AtomicBool>,
     /// Per-context GPU time is measured.
     pub timing: bool,
 }
@@ -262,6 +309,8 @@ pub(crate) struct QueueCore<B> {
 impl<B: Backend> QueueCore<B> {
     pub fn new(backend: B, options: Options) -> Arc<Self> {
         let trace = backend.trace().cloned();
+        let waiters = Waiters::default();
+        let waiter_failed = waiters.failed_flag();
         let timing = backend.timing();
         Arc::new(QueueCore {
             trace,
@@ -269,7 +318,7 @@ impl<B: Backend> QueueCore<B> {
             state: Mutex::new(State {
                 backend,
                 batch: Batch::recording(),
-                waiters: Waiters::default(),
+                waiters,
                 pending_waiters: Vec::new(),
                 by_value: BTreeMap::new(),
                 completed: 0,
@@ -293,6 +342,8 @@ impl<B: Backend> QueueCore<B> {
             running: AtomicU32::new(0),
             parked: AtomicBool::new(false),
             threaded: AtomicBool::new(false),
+            completed_seen: AtomicU64::new(0),
+            waiter_failed,
         })
     }
 
@@ -300,7 +351,7 @@ impl<B: Backend> QueueCore<B> {
     /// with their memory-bound leases, whose release wakes waiting allocations) is dropped
     /// after the lock is released.
     pub fn lock(&self) -> StateGuard<'_, B> {
-        StateGuard { guard: Some(lock(&self.state)) }
+        StateGuard { guard: Some(lock_hot(&self.state)) }
     }
 
     pub fn stats(&self) -> Stats {
@@ -367,42 +418,84 @@ impl<B: Backend> QueueCore<B> {
     /// in the recording epoch. Then flushes if the recorded work passed the bound.
     pub fn record<R>(&self, state: &ContextState, f: impl FnOnce(&mut B) -> Result<R>) -> Result<R> {
         let mut wakers = Vec::new();
-        let r = {
-            let mut st = self.lock();
-            let before = st.backend.recorded_count();
-            let r = if self.timing {
-                let mark = st.backend.record_mark();
-                let r = f(&mut st.backend)?;
+        let (st, r) = self.record_locked(self.lock(), state, f, &mut wakers);
+        drop(st);
+        wake_all(wakers);
+        r
+    }
+
+    /// [`QueueCore::record`] under a hold of the lock that the caller goes on using (see
+    /// [`QueueCore::record_and_wait`]).
+    fn record_locked<'a, R>(
+        &'a self,
+        mut st: StateGuard<'a, B>,
+        state: &ContextState,
+        f: impl FnOnce(&mut B) -> Result<R>,
+        wakers: &mut Vec<Waker>,
+    ) -> (StateGuard<'a, B>, Result<R>) {
+        let before = st.backend.recorded_count();
+        let r = if self.timing {
+            let mark = st.backend.record_mark();
+            let r = f(&mut st.backend);
+            if r.is_ok() {
                 st.backend.attribute(mark, state.clock());
-                r
-            } else {
-                f(&mut st.backend)?
-            };
-            if st.backend.recorded_count() != before {
-                *lock(&state.last) = Some(st.batch.clone());
-            }
-            let group = self.options.flush == FlushPolicy::GroupCommit
-                && st.backend.pending_commands() >= self.options.group_bound;
-            let hand = group
-                && st.flushing.is_none()
-                && st.waiting.is_none()
-                && self.executor_running()
-                && self.threaded.load(Ordering::Relaxed);
-            if hand {
-                // A running executor's group is full: its driver thread (idle: not in a GPU
-                // wait, which a notification would not cut short) encodes and submits it
-                // while the executor runs more tasks.
-                if !st.hand_off {
-                    st.hand_off = true;
-                    self.notify_driver();
-                }
-            } else if group || st.backend.pending_len() >= self.options.max_pending {
-                drop(self.flush(st, &mut wakers));
             }
             r
+        } else {
+            f(&mut st.backend)
+        };
+        if r.is_err() {
+            return (st, r);
+        }
+        if st.backend.recorded_count() != before {
+            *lock(&state.last) = Some(st.batch.clone());
+        }
+        let group =
+            self.options.flush == FlushPolicy::GroupCommit && st.backend.pending_commands() >= self.options.group_bound;
+        let hand = group
+            && st.flushing.is_none()
+            && st.waiting.is_none()
+            && self.executor_running()
+            && self.threaded.load(Ordering::Relaxed);
+        if hand {
+            // A running executor's group is full: its driver thread (idle: not in a GPU
+            // wait, which a notification would not cut short) encodes and submits it
+            // while the executor runs more tasks.
+            if !st.hand_off {
+                st.hand_off = true;
+                self.notify_driver();
+            }
+        } else if group || st.backend.pending_len() >= self.options.max_pending {
+            st = self.flush(st, wakers);
+        }
+        (st, r)
+    }
+
+    /// Records through `f` (as [`QueueCore::record`]) and starts waiting for all the work the
+    /// context recorded so far, under one hold of the lock (the first poll of
+    /// [`crate::Ctx::read`]). Returns what `f` returned, the wait, and the wait's first poll.
+    pub fn record_and_wait<R>(
+        self: &Arc<Self>,
+        state: &ContextState,
+        ctx: u64,
+        f: impl FnOnce(&mut B) -> Result<R>,
+        cx: &mut Context<'_>,
+    ) -> Result<(R, SyncFuture<B>, Poll<Result<()>>)> {
+        let mut wakers = Vec::new();
+        let (st, r) = self.record_locked(self.lock(), state, f, &mut wakers);
+        let out = match r {
+            Ok(r) => {
+                let mut wait = SyncFuture::new(self.clone(), lock(&state.last).clone(), ctx);
+                let poll = wait.poll_locked(self, st, cx, &mut wakers);
+                Ok((r, wait, poll))
+            }
+            Err(e) => {
+                drop(st);
+                Err(e)
+            }
         };
         wake_all(wakers);
-        Ok(r)
+        out
     }
 
     /// Submits the recording epoch now (even if nobody waits for it).
@@ -585,7 +678,14 @@ impl<B: Backend> QueueCore<B> {
                 self.counters.timeline.store(info.value, Ordering::Relaxed);
                 st.submitted = st.submitted.max(info.value);
                 batch.set(BatchStatus::Submitted(info.value));
-                if !keys.is_empty() {
+                if info.value <= st.completed {
+                    // A counter read between the submit and now saw it complete: its waiters
+                    // are done (a value under the completed one is never left to the driver,
+                    // see `SyncFuture::poll`).
+                    for k in keys {
+                        wakers.extend(st.waiters.fire(k, Ok(())));
+                    }
+                } else if !keys.is_empty() {
                     st.by_value.entry(info.value).or_default().extend(keys);
                 }
             }
@@ -638,6 +738,7 @@ impl<B: Backend> QueueCore<B> {
     fn complete_upto(&self, st: &mut State<B>, c: u64, wakers: &mut Vec<Waker>) {
         st.completed = st.completed.max(c);
         let upto = st.completed;
+        self.completed_seen.store(upto, Ordering::Release);
         fire_upto(st, upto, Ok(()), wakers);
     }
 
@@ -990,41 +1091,49 @@ impl<B: Backend> SyncFuture<B> {
     }
 }
 
-impl<B: Backend> Future for SyncFuture<B> {
-    type Output = Result<()>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        let this = self.get_mut();
-        let core = this.core.clone();
-        let mut st = core.lock();
-        if let Some(key) = this.key {
-            match st.waiters.outcome(key) {
-                None => {
+impl<B: Backend> SyncFuture<B> {
+    /// A poll under a hold of the lock (the caller wakes `wakers` once it is released).
+    pub(crate) fn poll_locked<'a>(
+        &mut self,
+        core: &'a QueueCore<B>,
+        mut st: StateGuard<'a, B>,
+        cx: &mut Context<'_>,
+        wakers: &mut Vec<Waker>,
+    ) -> Poll<Result<()>> {
+        if let Some(key) = self.key {
+            match st.waiters.state(key) {
+                SlotState::Waiting => {
                     st.waiters.update_waker(key, cx.waker());
                     return Poll::Pending;
                 }
-                Some(outcome) => {
+                SlotState::Freed => {
+                    // Only a success frees a slot that its future holds.
+                    self.key = None;
+                    drop(st);
+                    return self.traced(Ok(()));
+                }
+                SlotState::Fired(outcome) => {
                     st.waiters.remove(key);
-                    this.key = None;
+                    self.key = None;
                     if let Err(e) = outcome {
                         drop(st);
-                        return this.traced(Err(e));
+                        return self.traced(Err(e));
                     }
                 }
             }
         }
-        let Some(batch) = &this.batch else {
+        let Some(batch) = &self.batch else {
             drop(st);
-            return this.traced(Ok(()));
+            return self.traced(Ok(()));
         };
         let value = match batch.status() {
             BatchStatus::Failed(e) => {
                 drop(st);
-                return this.traced(Err(e));
+                return self.traced(Err(e));
             }
             BatchStatus::Submitted(v) if v <= st.completed => {
                 drop(st);
-                return this.traced(Ok(()));
+                return self.traced(Ok(()));
             }
             BatchStatus::Submitted(v) => Some(v),
             BatchStatus::Recording => None,
@@ -1036,15 +1145,15 @@ impl<B: Backend> Future for SyncFuture<B> {
             return Poll::Ready(Err(Error::InvalidArgument("the queue was shut down".into())));
         }
         // Must wait: one slot, under the recording epoch or under the submitted value.
-        if !this.counted {
-            this.counted = true;
+        if !self.counted {
+            self.counted = true;
             bump(&core.counters.await_points, 1);
             if let Some(t) = &core.trace {
-                this.since = Some(t.stamp());
+                self.since = Some(t.stamp());
             }
         }
         let key = st.waiters.insert(cx.waker().clone());
-        this.key = Some(key);
+        self.key = Some(key);
         match value {
             Some(v) => {
                 st.by_value.entry(v).or_default().push(key);
@@ -1072,23 +1181,52 @@ impl<B: Backend> Future for SyncFuture<B> {
                     // A running executor's thread is the only one recording, so there it does
                     // read the counter: finding the previous batch done, it submits what
                     // gathered at once and keeps the GPU busy while it records more.
-                    let mut wakers = Vec::new();
                     let idle = if core.executor_running() {
-                        core.gpu_idle(&mut st, &mut wakers)
+                        core.gpu_idle(&mut st, wakers)
                     } else {
                         st.flushing.is_none() && st.submitted <= st.completed
                     };
                     if idle {
-                        st = core.flush(st, &mut wakers);
+                        st = core.flush(st, wakers);
                     } else if st.waiting.is_none() && !core.executor_running() {
                         core.notify_driver();
                     }
-                    drop(st);
-                    wake_all(wakers);
                 }
             }
         }
+        drop(st);
         Poll::Pending
+    }
+}
+
+impl<B: Backend> Future for SyncFuture<B> {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let this = self.get_mut();
+        if this.key.is_some() {
+            // A woken wait: a success freed its slot when it fired, and the epoch's value and
+            // the queue's completed value (both stored under the lock before that) tell it
+            // without the lock. A value is published to waiters only above the completed value
+            // (see `publish`), so the slot is freed by the same hold of the lock that made the
+            // completed value reach it. Once any waiter got a failure (a timeout, device loss)
+            // its slot keeps it even after its work completes, so then the slot is read under
+            // the lock (the flag is set under the lock before the completed value that the
+            // load below sees is stored).
+            if let Some(v) = this.batch.as_ref().and_then(|b| b.value()) {
+                if v <= this.core.completed_seen.load(Ordering::Acquire)
+                    && !this.core.waiter_failed.load(Ordering::Relaxed)
+                {
+                    this.key = None;
+                    return this.traced(Ok(()));
+                }
+            }
+        }
+        let core = this.core.clone();
+        let mut wakers = Vec::new();
+        let out = this.poll_locked(&core, core.lock(), cx, &mut wakers);
+        wake_all(wakers);
+        out
     }
 }
 

@@ -12,8 +12,11 @@
 //! waiting: it blocks in `vkWaitSemaphores` on one timeline value that covers every awaited
 //! submission, then wakes every waiter whose value is reached. All scheduling state sits behind
 //! one mutex (`QueueCore::state`); contexts on any thread record and register waiters under it,
-//! and wakers are woken only after it is released. There is no lock-free structure (only
-//! statistics counters are atomics). An executor's tasks live on its thread: wakers, the
+//! and wakers are woken only after it is released. A thread that finds it held tries again a
+//! few times (backing off) before it sleeps: with many recording threads, sleeping on every
+//! contended lock turned each unlock into a futex wake. There is no lock-free structure: the
+//! only atomics are statistics counters and two values written under the lock and read
+//! without it (an epoch's submitted value and the last completed value, see below). An executor's tasks live on its thread: wakers, the
 //! driver's included, push them onto a mutex-protected ready queue and unpark that thread,
 //! which sleeps in `thread::park` whenever no task can run. It never blocks inside Vulkan, so a
 //! waker fired on another thread during a long kernel runs its task at once, and the wait goes
@@ -48,10 +51,17 @@
 //!
 //! **When a task is woken.** A `synchronize` future that must wait registers one slot in the
 //! waiter table (a generational slab), keyed either under the recording epoch or under the
-//! epoch's timeline value once submitted. The slot is freed only by its future (when it takes
-//! its outcome, or on drop), so no waker outlives its future. The driver (or a thread that
-//! finds the counter advanced) fires slots by setting their outcome and collecting their
-//! wakers; it wakes them only after releasing the lock.
+//! epoch's timeline value once submitted. The driver (or a thread that finds the counter
+//! advanced) fires slots and collects their wakers; it wakes them only after releasing the
+//! lock. A success frees the slot as it fires: the woken future sees, without the lock, that
+//! its epoch's value is at or below the last completed value, which is stored (under the lock)
+//! before the slots it completes are fired, and a submitted value is never left waiting at or
+//! below it. A failure (device loss, a timeout) stays in the slot until the future takes it,
+//! under the lock; once any waiter got one, woken futures always look under the lock, since a
+//! slot that holds a failure is not freed by its work's later success. A future dropped while
+//! it waits frees its slot. [`Ctx::read`] records its read-back and registers its wait under
+//! one hold of the lock. So a job that uploads, dispatches and reads takes the lock three
+//! times.
 //!
 //! **When work is submitted** ([`FlushPolicy`]). A flush puts all recorded ops into one command
 //! buffer and one `vkQueueSubmit` that signals the next timeline value; waiters on the epoch

@@ -1,8 +1,10 @@
 //! The waiter table: one slot per suspended `synchronize()` future.
 //!
-//! A slot is created when a future first has to wait and freed only by that future (when it
-//! takes its outcome, or when it is dropped), so a waker never outlives its future. Keys carry a
-//! generation, so a stale key (its slot freed and reused) never fires the new occupant.
+//! A slot is created when a future first has to wait. A success frees it when it fires (the
+//! future learns of the success without the lock, from its epoch's value and the queue's
+//! completed value, or finds its slot gone); a failure stays in the slot until the future takes
+//! it; a future that is dropped frees its slot. Keys carry a generation, so a stale key (its
+//! slot freed and reused) never fires, reads or frees the new occupant.
 
 use crate::error::Error;
 use std::task::Waker;
@@ -21,15 +23,36 @@ struct Slot {
     outcome: Option<Result<(), Error>>,
 }
 
+/// Where a waiter stands ([`Waiters::state`]).
+#[derive(Debug)]
+pub(crate) enum SlotState {
+    /// Not fired yet.
+    Waiting,
+    /// Fired with a failure (kept until the future frees the slot).
+    Fired(Result<(), Error>),
+    /// Freed: only a success frees a slot that its future did not free itself.
+    Freed,
+}
+
 /// Generational slab of waiters.
 #[derive(Default)]
 pub(crate) struct Waiters {
     slots: Vec<Slot>,
     free: Vec<u32>,
     live: usize,
+    /// Set (for good) once any waiter is fired with a failure: from then on a slot may hold a
+    /// failure that a later success does not free, so a woken future must look at its slot
+    /// under the lock (see `SyncFuture::poll`).
+    failed: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Waiters {
+    /// The flag set once a failure is fired (shared with the queue's core, which reads it
+    /// without the lock).
+    pub fn failed_flag(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+        self.failed.clone()
+    }
+
     /// Registers a waiter with its waker.
     pub fn insert(&mut self, waker: Waker) -> Key {
         self.live += 1;
@@ -48,20 +71,34 @@ impl Waiters {
         self.slots.get_mut(key.index as usize).filter(|s| s.occupied && s.gen == key.gen)
     }
 
-    /// Sets the outcome of a live waiter (first outcome wins) and returns its waker to be woken
-    /// once no lock or borrow is held.
+    /// Fires a live waiter and returns its waker, to be woken once no lock or borrow is held.
+    /// A success frees the slot at once (its future then finds it gone: [`SlotState::Freed`]);
+    /// a failure is kept for the future to take (first outcome wins).
     #[must_use]
     pub fn fire(&mut self, key: Key, outcome: Result<(), Error>) -> Option<Waker> {
+        let fired = self.slot(key)?.outcome.is_some();
+        if outcome.is_err() {
+            self.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        if !fired && outcome.is_ok() {
+            return self.remove(key);
+        }
         let s = self.slot(key)?;
-        if s.outcome.is_none() {
+        if !fired {
             s.outcome = Some(outcome);
         }
         s.waker.take()
     }
 
-    /// The outcome, if fired. Does not free the slot.
-    pub fn outcome(&mut self, key: Key) -> Option<Result<(), Error>> {
-        self.slot(key).and_then(|s| s.outcome.clone())
+    /// Where a future's waiter stands.
+    pub fn state(&mut self, key: Key) -> SlotState {
+        match self.slot(key) {
+            None => SlotState::Freed,
+            Some(s) => match &s.outcome {
+                None => SlotState::Waiting,
+                Some(o) => SlotState::Fired(o.clone()),
+            },
+        }
     }
 
     /// Replaces the waker of a live, unfired waiter.
@@ -73,7 +110,7 @@ impl Waiters {
         }
     }
 
-    /// Frees a slot (by its future). Stale keys are ignored.
+    /// Frees a slot (by its future, or by a success). Stale keys are ignored.
     pub fn remove(&mut self, key: Key) -> Option<Waker> {
         let s = self.slot(key)?;
         s.occupied = false;
@@ -94,5 +131,40 @@ impl Waiters {
     /// Takes every waker (at shutdown, to break task ↔ executor reference cycles).
     pub fn take_all_wakers(&mut self) -> Vec<Waker> {
         self.slots.iter_mut().filter_map(|s| s.waker.take()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn a_success_frees_the_slot_a_failure_stays_until_taken() {
+        let mut w = Waiters::default();
+        let failed = w.failed_flag();
+        let ok = w.insert(Waker::noop().clone());
+        let err = w.insert(Waker::noop().clone());
+        assert_eq!(w.len(), 2);
+        assert!(matches!(w.state(ok), SlotState::Waiting));
+        assert!(w.fire(ok, Ok(())).is_some(), "the waker comes back to be woken");
+        assert!(matches!(w.state(ok), SlotState::Freed));
+        assert_eq!(w.len(), 1);
+        assert!(!failed.load(Ordering::Relaxed));
+        // A stale key neither fires nor frees the slot's next occupant.
+        let next = w.insert(Waker::noop().clone());
+        assert!(w.fire(ok, Err(Error::DeviceLost)).is_none());
+        assert!(w.remove(ok).is_none());
+        assert!(matches!(w.state(next), SlotState::Waiting));
+
+        assert!(w.fire(err, Err(Error::DeviceLost)).is_some());
+        assert!(failed.load(Ordering::Relaxed), "a failure sets the shared flag");
+        // First outcome wins: a later success does not free the failure.
+        assert!(w.fire(err, Ok(())).is_none());
+        assert!(matches!(w.state(err), SlotState::Fired(Err(Error::DeviceLost))));
+        assert!(w.remove(err).is_none());
+        assert!(matches!(w.state(err), SlotState::Freed));
+        assert!(w.remove(next).is_some());
+        assert_eq!(w.len(), 0);
     }
 }
