@@ -68,7 +68,7 @@ static ALLOC: Counting = Counting;
 /// `executor-timed`, with per-task GPU time only (these three only with `--modes`);
 /// `tokio-set`, the `tokio` mode over a `QueueSet` of `--gpus N` devices (all GPUs listed, or
 /// N logical devices of the one GPU where fewer are listed) on `--set-workers W` workers
-/// (default 16), and `tokio-w32` (only with `--modes`); `tokio-ungrouped`, the `tokio` mode
+/// (default 16; `--set-group-ops N` builds its queues with `max_group_ops(N)`), and `tokio-w32` (only with `--modes`); `tokio-ungrouped`, the `tokio` mode
 /// through a `Queue` without a group bound (`max_group_ops(usize::MAX)`, the default before
 /// session 16, only with `--modes`); `executor-ungrouped`, the executor
 /// without its group bound (`max_group_ops(usize::MAX)`, the default before session 16; only
@@ -489,7 +489,7 @@ impl Rig {
         device: Device,
         eager_ops: usize,
         modes: &[String],
-        (gpus, set_workers): (usize, usize),
+        (gpus, set_workers, set_group_ops): (usize, usize, Option<usize>),
     ) -> Result<Rig, Error> {
         let mix = Kernel::new(&device, &kernels::MIX)?;
         let runtimes = [
@@ -515,7 +515,12 @@ impl Rig {
                         false => Device::new()?,
                     });
                 }
-                let set = QueueSet::new(&devices)?;
+                let set = match set_group_ops {
+                    None => QueueSet::new(&devices)?,
+                    Some(n) => QueueSet::from_queues(
+                        devices.iter().map(|d| Queue::builder(d).max_group_ops(n).build()).collect::<Result<_, _>>()?,
+                    )?,
+                };
                 let mixes = set.per_device(|d| Kernel::new(d, &kernels::MIX))?;
                 let rt =
                     tokio::runtime::Builder::new_multi_thread().worker_threads(set_workers).build().expect("tokio");
@@ -680,7 +685,8 @@ fn main() -> Result<(), Error> {
     );
     let gpus: usize = arg(&args, "--gpus").and_then(|s| s.parse().ok()).unwrap_or(2);
     let set_workers: usize = arg(&args, "--set-workers").and_then(|s| s.parse().ok()).unwrap_or(16);
-    let mut rigs = vec![Rig::new(device, eager_ops, &modes, (gpus, set_workers))?];
+    let set_group_ops: Option<usize> = arg(&args, "--set-group-ops").and_then(|s| s.parse().ok());
+    let mut rigs = vec![Rig::new(device, eager_ops, &modes, (gpus, set_workers, set_group_ops))?];
     let mut variants = vec![Variant { suffix: "", rig: 0, zeroed }];
     match arg(&args, "--ab").as_deref() {
         None => {}
@@ -688,7 +694,7 @@ fn main() -> Result<(), Error> {
         Some("robust") => {
             let off = open(Some(false))?;
             eprintln!("second device: robust access {:?}", off.robust_access());
-            rigs.push(Rig::new(off, eager_ops, &modes, (gpus, set_workers))?);
+            rigs.push(Rig::new(off, eager_ops, &modes, (gpus, set_workers, set_group_ops))?);
             variants.push(Variant { suffix: "+norobust", rig: 1, zeroed });
         }
         Some(other) => {
