@@ -2,14 +2,14 @@
 //! thread-safe [`crate::Queue`]) and generic over the queue ([`Backend`]) so that it can be
 //! tested without a GPU. See the module docs of [`crate::executor`] for the protocol.
 //!
-//! Everything here is behind one mutex ([`QueueCore::state`]). Outside it there are only
-//! atomics written under it and read without it: the statistics counters, an epoch's submitted
-//! value ([`Batch::value`]) and the last completed value ([`QueueCore::completed_seen`]), from
-//! which a woken future learns that its work succeeded without taking the lock. Wakers are
+//! Everything here is behind one mutex ([`QueueCore::state`]). Outside it there are only the
+//! statistics counters and what a woken future reads to learn, without the lock, that its
+//! work succeeded ([`super::seen`]: written under the lock, modelled with `loom`). Wakers are
 //! collected while the lock is held and woken after it is released.
 
 use super::backend::{Backend, FlushInfo, Waiter};
 use super::budget::MemoryBudget;
+use super::seen::{Seen, SubmittedValue};
 use super::waiters::{Key, SlotState, Waiters};
 use super::{FlushPolicy, Stats, WaitPolicy};
 use crate::error::{Error, Result};
@@ -41,16 +41,14 @@ pub(crate) enum BatchStatus {
 #[derive(Debug)]
 pub(crate) struct Batch {
     pub status: Mutex<BatchStatus>,
-    /// The value of `Submitted`, or [`Batch::NOT_SUBMITTED`]: written with the status (under
-    /// the core's lock), read without any lock by [`SyncFuture`]'s fast path.
-    value: AtomicU64,
+    /// The value of `Submitted`: written with the status (under the core's lock), read
+    /// without any lock by [`SyncFuture`]'s fast path.
+    value: SubmittedValue,
 }
 
 impl Batch {
-    const NOT_SUBMITTED: u64 = u64::MAX;
-
     fn recording() -> Arc<Self> {
-        Arc::new(Batch { status: Mutex::new(BatchStatus::Recording), value: AtomicU64::new(Self::NOT_SUBMITTED) })
+        Arc::new(Batch { status: Mutex::new(BatchStatus::Recording), value: SubmittedValue::new() })
     }
 
     fn status(&self) -> BatchStatus {
@@ -59,16 +57,11 @@ impl Batch {
 
     fn set(&self, s: BatchStatus) {
         let v = match s {
-            BatchStatus::Submitted(v) => v,
-            _ => Self::NOT_SUBMITTED,
+            BatchStatus::Submitted(v) => Some(v),
+            _ => None,
         };
         *lock(&self.status) = s;
-        self.value.store(v, Ordering::Release);
-    }
-
-    /// The value the epoch's submission signals, once submitted.
-    fn value(&self) -> Option<u64> {
-        Some(self.value.load(Ordering::Acquire)).filter(|&v| v != Self::NOT_SUBMITTED)
+        self.value.set(v);
     }
 }
 
@@ -296,12 +289,9 @@ pub(crate) struct QueueCore<B> {
     threaded: AtomicBool,
     /// The queue's trace, when on (see [`crate::trace`]).
     pub trace: Option<Arc<QueueTrace>>,
-    /// `State::completed`, stored under the lock whenever it grows (Release) so that a woken
-    /// [`SyncFuture`] can see its epoch done without the lock.
-    completed_seen: AtomicU64,
-    /// Set once any waiter was fired with a failure ([`Waiters::failed_flag`]): the lock-free
-    /// look at `completed_seen` is then no longer enough.
-    waiter_failed: Arc<AtomicBool>,
+    /// `State::completed` and whether any failure was fired, for a woken [`SyncFuture`] to see
+    /// its epoch done without the lock (shared with the waiter table).
+    seen: Arc<Seen>,
     /// Per-context GPU time is measured.
     pub timing: bool,
 }
@@ -310,7 +300,7 @@ impl<B: Backend> QueueCore<B> {
     pub fn new(backend: B, options: Options) -> Arc<Self> {
         let trace = backend.trace().cloned();
         let waiters = Waiters::default();
-        let waiter_failed = waiters.failed_flag();
+        let seen = waiters.seen();
         let timing = backend.timing();
         Arc::new(QueueCore {
             trace,
@@ -342,8 +332,7 @@ impl<B: Backend> QueueCore<B> {
             running: AtomicU32::new(0),
             parked: AtomicBool::new(false),
             threaded: AtomicBool::new(false),
-            completed_seen: AtomicU64::new(0),
-            waiter_failed,
+            seen,
         })
     }
 
@@ -738,7 +727,7 @@ impl<B: Backend> QueueCore<B> {
     fn complete_upto(&self, st: &mut State<B>, c: u64, wakers: &mut Vec<Waker>) {
         st.completed = st.completed.max(c);
         let upto = st.completed;
-        self.completed_seen.store(upto, Ordering::Release);
+        self.seen.completed(upto);
         fire_upto(st, upto, Ok(()), wakers);
     }
 
@@ -1213,10 +1202,8 @@ impl<B: Backend> Future for SyncFuture<B> {
             // its slot keeps it even after its work completes, so then the slot is read under
             // the lock (the flag is set under the lock before the completed value that the
             // load below sees is stored).
-            if let Some(v) = this.batch.as_ref().and_then(|b| b.value()) {
-                if v <= this.core.completed_seen.load(Ordering::Acquire)
-                    && !this.core.waiter_failed.load(Ordering::Relaxed)
-                {
+            if let Some(v) = this.batch.as_ref().and_then(|b| b.value.get()) {
+                if this.core.seen.succeeded(v) {
                     this.key = None;
                     return this.traced(Ok(()));
                 }

@@ -179,6 +179,7 @@ mod context;
 pub(crate) mod core;
 mod local;
 mod queue;
+mod seen;
 mod set;
 mod task;
 mod waiters;

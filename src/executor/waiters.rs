@@ -40,17 +40,16 @@ pub(crate) struct Waiters {
     slots: Vec<Slot>,
     free: Vec<u32>,
     live: usize,
-    /// Set (for good) once any waiter is fired with a failure: from then on a slot may hold a
-    /// failure that a later success does not free, so a woken future must look at its slot
-    /// under the lock (see `SyncFuture::poll`).
-    failed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Told of every failure fired: from then on a slot may hold a failure that a later
+    /// success does not free, so a woken future must look at its slot under the lock (see
+    /// [`super::seen`]).
+    seen: std::sync::Arc<super::seen::Seen>,
 }
 
 impl Waiters {
-    /// The flag set once a failure is fired (shared with the queue's core, which reads it
-    /// without the lock).
-    pub fn failed_flag(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
-        self.failed.clone()
+    /// What a woken future reads without the lock (shared with the queue's core).
+    pub fn seen(&self) -> std::sync::Arc<super::seen::Seen> {
+        self.seen.clone()
     }
 
     /// Registers a waiter with its waker.
@@ -78,7 +77,7 @@ impl Waiters {
     pub fn fire(&mut self, key: Key, outcome: Result<(), Error>) -> Option<Waker> {
         let fired = self.slot(key)?.outcome.is_some();
         if outcome.is_err() {
-            self.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+            self.seen.failure();
         }
         if !fired && outcome.is_ok() {
             return self.remove(key);
@@ -137,12 +136,11 @@ impl Waiters {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::Ordering;
 
     #[test]
     fn a_success_frees_the_slot_a_failure_stays_until_taken() {
         let mut w = Waiters::default();
-        let failed = w.failed_flag();
+        let seen = w.seen();
         let ok = w.insert(Waker::noop().clone());
         let err = w.insert(Waker::noop().clone());
         assert_eq!(w.len(), 2);
@@ -150,15 +148,15 @@ mod tests {
         assert!(w.fire(ok, Ok(())).is_some(), "the waker comes back to be woken");
         assert!(matches!(w.state(ok), SlotState::Freed));
         assert_eq!(w.len(), 1);
-        assert!(!failed.load(Ordering::Relaxed));
-        // A stale key neither fires nor frees the slot's next occupant.
+        assert!(seen.succeeded(0), "no failure fired yet"); // nothing completed: value 0 only
+                                                            // A stale key neither fires nor frees the slot's next occupant.
         let next = w.insert(Waker::noop().clone());
         assert!(w.fire(ok, Err(Error::DeviceLost)).is_none());
         assert!(w.remove(ok).is_none());
         assert!(matches!(w.state(next), SlotState::Waiting));
 
         assert!(w.fire(err, Err(Error::DeviceLost)).is_some());
-        assert!(failed.load(Ordering::Relaxed), "a failure sets the shared flag");
+        assert!(!seen.succeeded(0), "after a failure, woken futures look under the lock");
         // First outcome wins: a later success does not free the failure.
         assert!(w.fire(err, Ok(())).is_none());
         assert!(matches!(w.state(err), SlotState::Fired(Err(Error::DeviceLost))));
