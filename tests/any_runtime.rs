@@ -293,3 +293,61 @@ fn recording_and_waiting_go_on_while_a_flush_is_encoded() {
     drop((queue, mix, gate, early_buf));
     finish(device);
 }
+
+/// A waker that counts its wakes.
+struct CountWakes(std::sync::atomic::AtomicUsize);
+
+impl futures::task::ArcWake for CountWakes {
+    fn wake_by_ref(arc_self: &Arc<Self>) {
+        arc_self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Polls `fut` once with a counting waker: its output, if ready, and the waker.
+fn poll_once<F: std::future::Future>(fut: std::pin::Pin<&mut F>) -> (Option<F::Output>, Arc<CountWakes>) {
+    let count = Arc::new(CountWakes(Default::default()));
+    let waker = futures::task::waker(count.clone());
+    let mut cx = std::task::Context::from_waker(&waker);
+    match fut.poll(&mut cx) {
+        std::task::Poll::Ready(v) => (Some(v), count),
+        std::task::Poll::Pending => (None, count),
+    }
+}
+
+#[test]
+fn a_lone_job_spins_for_its_own_submission_and_needs_no_wake() {
+    let (device, mix) = setup();
+    let data: Vec<u32> = (0..64).collect();
+    let run = |queue: &Queue| {
+        let ctx = queue.context();
+        let buf = Buffer::<u32>::new(&device, 64, MemoryKind::Device).unwrap();
+        ctx.upload(&buf, &data).unwrap();
+        ctx.dispatch(&mix, [1, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[64u32, 1])).unwrap();
+        let mut read = std::pin::pin!(ctx.read(&buf));
+        let (first, wakes) = poll_once(read.as_mut());
+        let ready = first.is_some();
+        let out = match first {
+            Some(out) => out,
+            // Not done in its first poll: the driver wakes it.
+            None => futures::executor::block_on(read),
+        };
+        assert_eq!(out.unwrap(), data.iter().map(|&x| mix_cpu(x, 1)).collect::<Vec<_>>());
+        (ready, wakes.0.load(std::sync::atomic::Ordering::SeqCst))
+    };
+    // With a spin long enough for any round trip here, the job's first poll submits its work,
+    // reads the counter until it is done and returns the result: it needs no wake. (The
+    // driver, told of the submission, may see the completion first and fire the job's slot:
+    // at most one wake, of a future already done.)
+    let spinning = Queue::builder(&device).spin_before_wait(Duration::from_secs(5)).build().unwrap();
+    let (ready, wakes) = run(&spinning);
+    assert!(ready, "a lone job with a long spin finishes in its first poll");
+    assert!(wakes <= 1);
+    assert!(spinning.stats().spin_ns > 0);
+    assert_eq!(spinning.live_waiters(), 0);
+    // Without a spin it waits (and the driver wakes it once its work is done).
+    let blocking = Queue::builder(&device).spin_before_wait(Duration::ZERO).build().unwrap();
+    let (ready, _) = run(&blocking);
+    assert!(!ready, "without a spin the first poll returns Pending");
+    assert_eq!(blocking.stats().spin_ns, 0);
+    assert_eq!(blocking.live_waiters(), 0);
+}

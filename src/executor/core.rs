@@ -1177,6 +1177,9 @@ impl<B: Backend> SyncFuture<B> {
                     };
                     if idle {
                         st = core.flush(st, wakers);
+                        if let Some(reached) = self.lone_spin(core, &mut st) {
+                            return reached;
+                        }
                     } else if st.waiting.is_none() && !core.executor_running() {
                         core.notify_driver();
                     }
@@ -1185,6 +1188,52 @@ impl<B: Backend> SyncFuture<B> {
         }
         drop(st);
         Poll::Pending
+    }
+}
+
+impl<B: Backend> SyncFuture<B> {
+    /// A job that just submitted its own work and is the only one waiting on the queue (no
+    /// executor loop runs, no other job waits) reads the counter for the spin budget before it
+    /// returns `Pending`: a wait that ends within it costs no thread wake-ups (the driver's,
+    /// then the job's thread's), which on a tokio worker are most of a lone job's latency. Under
+    /// load other jobs wait too and nobody spins here. Returns the outcome if the work completed
+    /// within the spin; the lock is released meanwhile and held again on return.
+    fn lone_spin<'a>(&mut self, core: &'a QueueCore<B>, st: &mut StateGuard<'a, B>) -> Option<Poll<Result<()>>> {
+        if core.executor_running() || st.waiters.len() != 1 || st.fatal.is_some() {
+            return None;
+        }
+        let value = self.batch.as_ref().and_then(|b| b.value.get())?;
+        let budget = core.spin_budget(st);
+        if budget.is_zero() {
+            return None;
+        }
+        let waiter = st.backend.waiter();
+        let held = std::mem::replace(st, StateGuard { guard: None });
+        drop(held);
+        let started = Instant::now();
+        let reached = loop {
+            match waiter.completed() {
+                Ok(c) if c >= value => break Some(c),
+                Ok(_) if started.elapsed() < budget => std::hint::spin_loop(),
+                _ => break None,
+            }
+        };
+        let took = started.elapsed();
+        bump(&core.counters.spin_ns, took.as_nanos() as u64);
+        *st = core.lock();
+        let c = reached?;
+        st.estimate.record(took);
+        // This job's slot goes first, so that completing the counter does not wake the job
+        // that is running this poll.
+        if let Some(key) = self.key.take() {
+            st.waiters.remove(key);
+        }
+        let mut wakers = Vec::new();
+        core.complete_upto(st, c, &mut wakers);
+        let st = std::mem::replace(st, StateGuard { guard: None });
+        drop(st);
+        wake_all(wakers);
+        Some(self.traced(Ok(())))
     }
 }
 

@@ -91,7 +91,12 @@
 //! ([`WaitPolicy::Oldest`]: woken jobs run while the GPU works on later submissions). Before
 //! blocking it may spin on the counter (a fixed time, or adaptively: twice the moving average of
 //! recent waits, up to a bound, and not at all while waits are longer). When the wait ends it
-//! reads the counter once and wakes every waiter at or below it.
+//! reads the counter once and wakes every waiter at or below it. A job that submits its own
+//! work (group commit, the GPU idle) while no other job waits and no executor loop runs
+//! reads the counter itself for the same spin budget before it returns `Pending`: a lone
+//! request on a tokio worker then needs neither the driver's wake-up nor its own (on the
+//! H200, one job under tokio went from 115 to 91 µs). Under load other jobs wait too, and no
+//! job spins in its poll.
 //!
 //! **The executor's loop.** It runs ready tasks until none is ready; then (when idle) submits
 //! as above; then sleeps until a waker fires. It never blocks while a task is ready. While
