@@ -771,6 +771,20 @@ fn main() -> Result<(), Error> {
         eprintln!("executor-ungrouped{tag} {}", rig.exec_ungrouped.stats());
         let q = rig.queue.stats();
         eprintln!("queue (tokio modes){tag} {q} spin_ms={:.1}", q.spin_ns as f64 / 1e6);
+        let detail = |s: vkasync::Stats| {
+            format!(
+                "{s} spin_ms={:.1} wait_ms={:.1} handed={}",
+                s.spin_ns as f64 / 1e6,
+                s.wait_ns as f64 / 1e6,
+                s.handed_flushes
+            )
+        };
+        for (mode, exec) in [("executor-timed", &rig.exec_timed), ("executor-traced", &rig.exec_traced)] {
+            if let Some(e) = exec {
+                eprintln!("{mode}{tag} {}", detail(e.stats()));
+            }
+        }
+        eprintln!("executor (detail){tag} {}", detail(rig.exec_all.stats()));
     }
 
     std::fs::create_dir_all(&out_dir).ok();
