@@ -18,11 +18,11 @@
 //! failure flag is stored before (in lock order) any completed value that could make a failed
 //! slot look successful, so an `Acquire` load of the completed value that sees such a value also
 //! sees the flag. The `loom` model below checks these orderings (run it with
-//! `RUSTFLAGS="--cfg vkasync_loom" cargo test --release --lib seen`; `cargo xtask test` does).
+//! `cargo test --lib --features loom-model seen`; `cargo xtask test` does).
 
-#[cfg(vkasync_loom)]
+#[cfg(feature = "loom-model")]
 use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-#[cfg(not(vkasync_loom))]
+#[cfg(not(feature = "loom-model"))]
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The queue's side (see the module docs).
@@ -72,7 +72,7 @@ impl SubmittedValue {
     }
 }
 
-#[cfg(all(test, vkasync_loom))]
+#[cfg(all(test, feature = "loom-model"))]
 mod loom_model {
     //! The queue's lock and one waiter's slot, driven by the real [`Seen`] and
     //! [`SubmittedValue`]: a driver thread publishes a submission, then fires the slot (a
