@@ -1,6 +1,7 @@
 #!/bin/bash
-# Session 18, run X2c (nvidia-h200-x2): base (8da0515) against new (woken waits without the
-# lock, read's record and wait under one hold, the spinning lock), two rounds alternating; then
+# Session 18, run X2c (nvidia-h200-x2): base (8da0515) against new (the session's last build:
+# woken waits without the lock, read's record and wait under one hold, the spinning lock, a
+# lone job's spin), two rounds alternating; then
 # new's QueueSet with smaller group bounds (--set-group-ops 48, 32); sealing; perf of new.
 for f in .gl/*.deb; do dpkg -x $f / 2>/dev/null; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
