@@ -76,7 +76,7 @@ pub(crate) trait Backend: Send + 'static {
     fn waiter(&self) -> Self::Waiter;
     /// Work retired (completed) since the last call, to be dropped without the core's lock.
     type Retired: Send + 'static;
-    /// Takes what [`Backend::completed`] and [`Backend::flush`] retired.
+    /// Takes what [`Backend::completed`] and [`Backend::run_flush`] retired.
     fn take_retired(&mut self) -> Self::Retired;
     /// Reads the counter once and releases what submissions at or below it held.
     fn completed(&mut self) -> Result<u64>;

@@ -58,7 +58,7 @@ impl Future for Synchronize {
 }
 
 impl Ctx {
-    /// Records into the executor's recording epoch (see [`Shared::record`]).
+    /// Records into the executor's recording epoch (see [`QueueCore::record`]).
     fn record<R>(&self, f: impl FnOnce(&mut crate::commands::Recording) -> Result<R>) -> Result<R> {
         self.shared.record(&self.state, |b| f(&mut b.pending))
     }
