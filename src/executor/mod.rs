@@ -356,6 +356,13 @@ macro_rules! shared_setters {
         /// waits take longer than `bound`. Short round trips then skip the block and wake-up;
         /// long kernels cost no CPU time. [`Stats::spin_ns`](crate::Stats::spin_ns) reports the time spent spinning.
         /// This is the default, with [`DEFAULT_SPIN_BOUND`](crate::DEFAULT_SPIN_BOUND).
+        ///
+        /// The same budget lets a lone job (one that submits its own work while no other job
+        /// waits on the queue) read the counter inside its own poll before it returns
+        /// `Pending`, so that it needs no thread wake-ups: on a runtime's thread that poll may
+        /// then take up to the budget, during which that thread runs nothing else (on a
+        /// current-thread runtime, no other task). `spin_before_wait(Duration::ZERO)` turns all
+        /// spinning off.
         pub fn adaptive_spin(mut self, bound: std::time::Duration) -> Self {
             self.options.spin = bound;
             self.options.adaptive = true;
