@@ -2,7 +2,8 @@
 # Session 18, run X2c (nvidia-h200-x2): base (8da0515) against new (the session's last build:
 # woken waits without the lock, read's record and wait under one hold, the spinning lock, a
 # lone job's spin), two rounds alternating; then
-# new's QueueSet with smaller group bounds (--set-group-ops 48, 32); sealing; perf of new.
+# branch encode-ahead-2 with and without encoding ahead; new's QueueSet with smaller group bounds
+# (--set-group-ops 48, 32); sealing; perf of new.
 for f in .gl/*.deb; do dpkg -x $f / 2>/dev/null; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 P="env LD_LIBRARY_PATH=$PWD/.gpu/perf/lib $PWD/.gpu/perf/perf"
@@ -13,6 +14,11 @@ for round in 1 2; do
     mkdir -p $R/$b-$round
     ./.gpu/bench_tasks_$b --modes executor,tokio,tokio-set --gpus 2 --tasks 1000,10000,100000 --reps 5 --out $R/$b-$round > $R/$b-$round/log.txt 2>&1
     ./.gpu/tls_pipeline_$b --connections 10000 --records 1 --record-size 16384 --reps 3 --workers 16 --modes coalesced-tokio,coalesced-tokio-set --gpus 2 --csv $R/$b-$round/sealing16k-w16.csv > $R/$b-$round/sealing.txt 2>&1
+  done
+  for v in on off; do
+    F=""; [ $v = off ] && F=--no-encode-ahead
+    mkdir -p $R/ahead2-$v-$round
+    ./.gpu/bench_tasks_ahead2 $F --modes tokio,tokio-set --gpus 2 --tasks 10000,100000 --reps 5 --out $R/ahead2-$v-$round > $R/ahead2-$v-$round/log.txt 2>&1
   done
   for g in 48 32; do
     mkdir -p $R/g$g-$round
