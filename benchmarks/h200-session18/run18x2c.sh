@@ -9,7 +9,7 @@ export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 P="env LD_LIBRARY_PATH=$PWD/.gpu/perf/lib $PWD/.gpu/perf/perf"
 R=$OUT/r; mkdir -p $R
 (nvidia-smi --query-gpu=name --format=csv; nproc; lscpu | grep 'Model name') > $R/host.txt 2>&1
-for round in 1 2; do
+for round in $(seq 1 ${ROUNDS:-2}); do
   for b in base new; do
     mkdir -p $R/$b-$round
     ./.gpu/bench_tasks_$b --modes executor,tokio,tokio-set --gpus 2 --tasks 1000,10000,100000 --reps 5 --out $R/$b-$round > $R/$b-$round/log.txt 2>&1
