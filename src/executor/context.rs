@@ -110,11 +110,20 @@ impl Ctx {
     /// Arranges for `src` to be readable after the work recorded so far; await
     /// [`Ctx::synchronize`] before [`Readback::into_vec`], or use [`Ctx::read`].
     pub fn read_back<T: Pod>(&self, src: &Buffer<T>) -> Result<Readback<T>> {
-        // The read-back buffer is allocated before the queue's lock is taken.
-        if let Some(staging) = crate::commands::stage_read_back(&self.device, src)? {
-            return self.record(|r| Ok(r.push_read_back(src, staging)));
-        }
-        self.record(|r| r.read_back(src))
+        self.record(self.read_back_step(src)?)
+    }
+
+    /// The read-back of `src` as a recording step. Its staging buffer, if it needs one, is
+    /// allocated now, before the queue's lock is taken.
+    fn read_back_step<'s, T: Pod>(
+        &self,
+        src: &'s Buffer<T>,
+    ) -> Result<impl FnOnce(&mut crate::commands::Recording) -> Result<Readback<T>> + 's> {
+        let staging = crate::commands::stage_read_back(&self.device, src)?;
+        Ok(move |r: &mut crate::commands::Recording| match staging {
+            Some(staging) => Ok(r.push_read_back(src, staging)),
+            None => r.read_back(src),
+        })
     }
 
     /// Adds `item` to the coalesced work of `kind` in the recording epoch (see
@@ -211,8 +220,7 @@ impl Ctx {
     ///
     /// Records the read-back and starts the wait under one hold of the queue's lock.
     pub async fn read<T: Pod>(&self, src: &Buffer<T>) -> Result<Vec<T>> {
-        // The read-back buffer is allocated before the queue's lock is taken.
-        let mut staging = Some(crate::commands::stage_read_back(&self.device, src)?);
+        let mut step = Some(self.read_back_step(src)?);
         let ctx = if self.shared.trace.is_some() { self.state.clock().id } else { 0 };
         let mut rb = None;
         let mut wait: Option<SyncFuture<VulkanBackend>> = None;
@@ -220,16 +228,8 @@ impl Ctx {
             if let Some(w) = &mut wait {
                 return Pin::new(w).poll(cx);
             }
-            let staging = staging.take().expect("the first poll records");
-            let (r, w, poll) = self.shared.record_and_wait(
-                &self.state,
-                ctx,
-                |b| match staging {
-                    Some(staging) => Ok(b.pending.push_read_back(src, staging)),
-                    None => b.pending.read_back(src),
-                },
-                cx,
-            )?;
+            let step = step.take().expect("the first poll records");
+            let (r, w, poll) = self.shared.record_and_wait(&self.state, ctx, |b| step(&mut b.pending), cx)?;
             rb = Some(r);
             wait = Some(w);
             poll

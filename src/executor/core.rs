@@ -821,15 +821,8 @@ impl<B: Backend> QueueCore<B> {
             return false;
         }
         let started = Instant::now();
-        let reached = loop {
-            match waiter.completed() {
-                Ok(c) if c >= target => break Some(c),
-                Ok(_) if started.elapsed() < budget && !stop() => std::hint::spin_loop(),
-                _ => break None,
-            }
-        };
-        let took = started.elapsed();
-        bump(&self.counters.spin_ns, took.as_nanos() as u64);
+        let (reached, took) = self.spin_on(waiter, target, budget, stop);
+        let reached = reached.ok().flatten();
         if let Some(t) = &self.trace {
             t.span(HostKind::Spin, started, &[target, reached.is_some() as u64]);
         }
@@ -838,17 +831,42 @@ impl<B: Backend> QueueCore<B> {
             // Not done within the spin: the executor parks and the driver blocks for it.
             return false;
         };
-        {
-            let mut st = self.lock();
-            st.estimate.record(took);
-            // Read through the backend too, so that what completed is retired (its buffers
-            // freed) now, as after a blocking wait.
-            let c = st.backend.completed().map_or(c, |b| b.max(c));
-            self.complete_upto(&mut st, c, &mut wakers);
-        }
+        self.spun_to(&mut self.lock(), c, took, &mut wakers);
         let fired = !wakers.is_empty();
         wake_all(wakers);
         fired
+    }
+
+    /// Reads the counter until it reaches `target`, for at most `budget` or until `stop()`,
+    /// counting the time as spin time. Returns the value reached (`None`: not within the spin)
+    /// and how long it took.
+    fn spin_on(
+        &self,
+        waiter: &B::Waiter,
+        target: u64,
+        budget: Duration,
+        stop: impl Fn() -> bool,
+    ) -> (Result<Option<u64>>, Duration) {
+        let started = Instant::now();
+        let reached = loop {
+            match waiter.completed() {
+                Ok(c) if c >= target => break Ok(Some(c)),
+                Ok(_) if started.elapsed() < budget && !stop() => std::hint::spin_loop(),
+                Ok(_) => break Ok(None),
+                Err(e) => break Err(e),
+            }
+        };
+        let took = started.elapsed();
+        bump(&self.counters.spin_ns, took.as_nanos() as u64);
+        (reached, took)
+    }
+
+    /// A spin of `took` saw the counter at `c`: the estimate learns from it, and what completed
+    /// is retired (read through the backend, as after a blocking wait) and its waiters fired.
+    fn spun_to(&self, st: &mut State<B>, c: u64, took: Duration, wakers: &mut Vec<Waker>) {
+        st.estimate.record(took);
+        let c = st.backend.completed().map_or(c, |b| b.max(c));
+        self.complete_upto(st, c, wakers);
     }
 
     /// How long the driver may spin on the counter before blocking for a wait.
@@ -943,19 +961,10 @@ impl<B: Backend> QueueCore<B> {
 
     fn wait_unlocked_inner(&self, waiter: &B::Waiter, target: u64, budget: Duration, started: Instant) -> Result<bool> {
         let _span = tracing::debug_span!("vkasync.wait", value = target, spin_us = budget.as_micros() as u64).entered();
-        if !budget.is_zero() {
-            loop {
-                match waiter.completed() {
-                    Ok(c) if c >= target => {
-                        bump(&self.counters.spin_ns, started.elapsed().as_nanos() as u64);
-                        return Ok(true);
-                    }
-                    Ok(_) if started.elapsed() < budget => std::hint::spin_loop(),
-                    Ok(_) => break,
-                    Err(e) => return Err(e),
-                }
-            }
-            bump(&self.counters.spin_ns, started.elapsed().as_nanos() as u64);
+        if !budget.is_zero()
+            && self.spin_on(waiter, target, budget.saturating_sub(started.elapsed()), || false).0?.is_some()
+        {
+            return Ok(true);
         }
         bump(&self.counters.host_waits, 1);
         waiter.wait(target, self.options.timeout)
@@ -1078,9 +1087,7 @@ impl<B: Backend> SyncFuture<B> {
         }
         Poll::Ready(out)
     }
-}
 
-impl<B: Backend> SyncFuture<B> {
     /// A poll under a hold of the lock (the caller wakes `wakers` once it is released).
     pub(crate) fn poll_locked<'a>(
         &mut self,
@@ -1176,10 +1183,10 @@ impl<B: Backend> SyncFuture<B> {
                         st.flushing.is_none() && st.submitted <= st.completed
                     };
                     if idle {
-                        st = core.flush(st, wakers);
-                        if let Some(reached) = self.lone_spin(core, &mut st) {
-                            return reached;
-                        }
+                        st = match self.lone_spin(core, core.flush(st, wakers)) {
+                            Ok(done) => return done,
+                            Err(st) => st,
+                        };
                     } else if st.waiting.is_none() && !core.executor_running() {
                         core.notify_driver();
                     }
@@ -1189,51 +1196,42 @@ impl<B: Backend> SyncFuture<B> {
         drop(st);
         Poll::Pending
     }
-}
 
-impl<B: Backend> SyncFuture<B> {
     /// A job that just submitted its own work and is the only one waiting on the queue (no
     /// executor loop runs, no other job waits) reads the counter for the spin budget before it
     /// returns `Pending`: a wait that ends within it costs no thread wake-ups (the driver's,
     /// then the job's thread's), which on a tokio worker are most of a lone job's latency. Under
     /// load other jobs wait too and nobody spins here. Returns the outcome if the work completed
-    /// within the spin; the lock is released meanwhile and held again on return.
-    fn lone_spin<'a>(&mut self, core: &'a QueueCore<B>, st: &mut StateGuard<'a, B>) -> Option<Poll<Result<()>>> {
-        if core.executor_running() || st.waiters.len() != 1 || st.fatal.is_some() {
-            return None;
-        }
-        let value = self.batch.as_ref().and_then(|b| b.value.get())?;
-        let budget = core.spin_budget(st);
-        if budget.is_zero() {
-            return None;
-        }
-        let waiter = st.backend.waiter();
-        let held = std::mem::replace(st, StateGuard { guard: None });
-        drop(held);
-        let started = Instant::now();
-        let reached = loop {
-            match waiter.completed() {
-                Ok(c) if c >= value => break Some(c),
-                Ok(_) if started.elapsed() < budget => std::hint::spin_loop(),
-                _ => break None,
-            }
+    /// within the spin, else the lock (released meanwhile if it spun, and taken again).
+    fn lone_spin<'a>(
+        &mut self,
+        core: &'a QueueCore<B>,
+        st: StateGuard<'a, B>,
+    ) -> std::result::Result<Poll<Result<()>>, StateGuard<'a, B>> {
+        let value = self.batch.as_ref().and_then(|b| b.value.get());
+        let budget = core.spin_budget(&st);
+        let Some(value) = value
+            .filter(|_| !core.executor_running() && st.waiters.len() == 1 && st.fatal.is_none() && !budget.is_zero())
+        else {
+            return Err(st);
         };
-        let took = started.elapsed();
-        bump(&core.counters.spin_ns, took.as_nanos() as u64);
-        *st = core.lock();
-        let c = reached?;
-        st.estimate.record(took);
+        let waiter = st.backend.waiter();
+        drop(st);
+        let (reached, took) = core.spin_on(&waiter, value, budget, || false);
+        let mut st = core.lock();
+        let Ok(Some(c)) = reached else {
+            return Err(st);
+        };
         // This job's slot goes first, so that completing the counter does not wake the job
         // that is running this poll.
         if let Some(key) = self.key.take() {
             st.waiters.remove(key);
         }
         let mut wakers = Vec::new();
-        core.complete_upto(st, c, &mut wakers);
-        let st = std::mem::replace(st, StateGuard { guard: None });
+        core.spun_to(&mut st, c, took, &mut wakers);
         drop(st);
         wake_all(wakers);
-        Some(self.traced(Ok(())))
+        Ok(self.traced(Ok(())))
     }
 }
 
