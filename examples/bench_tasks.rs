@@ -516,9 +516,11 @@ impl Rig {
                     });
                 }
                 let set = match set_group_ops {
-                    None => QueueSet::new(&devices)?,
+                    None => QueueSet::from_queues(
+                        devices.iter().map(|d| queue_builder(d).build()).collect::<Result<_, _>>()?,
+                    )?,
                     Some(n) => QueueSet::from_queues(
-                        devices.iter().map(|d| Queue::builder(d).max_group_ops(n).build()).collect::<Result<_, _>>()?,
+                        devices.iter().map(|d| queue_builder(d).max_group_ops(n).build()).collect::<Result<_, _>>()?,
                     )?,
                 };
                 let mixes = set.per_device(|d| Kernel::new(d, &kernels::MIX))?;
@@ -555,8 +557,8 @@ impl Rig {
                 true => Some(Executor::builder(&device).gpu_timing(true).build()?),
                 false => None,
             },
-            queue: Queue::new(&device)?,
-            queue_ungrouped: Queue::builder(&device).max_group_ops(usize::MAX).build()?,
+            queue: queue_builder(&device).build()?,
+            queue_ungrouped: queue_builder(&device).max_group_ops(usize::MAX).build()?,
             runtimes,
             exec_all: Executor::new(&device)?,
             exec_oldest: Executor::builder(&device).wait_policy(WaitPolicy::Oldest).build()?,
@@ -872,4 +874,14 @@ fn plot(rows: &[Row], device: &str, path: &std::path::Path) {
         chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().unwrap();
     }
     root.present().unwrap();
+}
+
+/// A queue on `device`, with `VKASYNC_PIPELINE_DEPTH` (when set) as its pipeline depth (for A/B
+/// runs of one binary).
+fn queue_builder(device: &Device) -> vkasync::QueueBuilder {
+    let b = Queue::builder(device);
+    match std::env::var("VKASYNC_PIPELINE_DEPTH").ok().and_then(|d| d.parse().ok()) {
+        Some(d) => b.pipeline_depth(d),
+        None => b,
+    }
 }

@@ -275,7 +275,7 @@ fn run_executor(crypto: &Crypto, conns: &Arc<Vec<Conn>>, coalesced: bool, flush:
 }
 
 fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize) -> Result<Run, Error> {
-    let queue = Queue::new(crypto.device())?;
+    let queue = queue_builder(crypto.device()).build()?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
     let bufs: Vec<Vec<Vec<u8>>> = conns.iter().map(|c| c.records.clone()).collect();
     let start = Instant::now();
@@ -436,7 +436,8 @@ fn main() -> Result<(), Error> {
                 "coalesced-tokio-set over: {:?}",
                 devices.iter().map(|d| d.info().name.clone()).collect::<Vec<_>>()
             );
-            let set = QueueSet::new(&devices)?;
+            let set =
+                QueueSet::from_queues(devices.iter().map(|d| queue_builder(d).build()).collect::<Result<_, _>>()?)?;
             let cryptos = set.per_device(|d| Ok(Crypto::new(d)?.with_offload(Offload::Gpu)))?;
             // Warm-up of each device's pipelines.
             run_tokio_set(&set, &cryptos, &warm, workers)?;
@@ -548,5 +549,15 @@ impl Conn {
             keys: self.keys.clone(),
             records: Vec::new(),
         }
+    }
+}
+
+/// A queue on `device`, with `VKASYNC_PIPELINE_DEPTH` (when set) as its pipeline depth (for A/B
+/// runs of one binary).
+fn queue_builder(device: &Device) -> vkasync::QueueBuilder {
+    let b = Queue::builder(device);
+    match std::env::var("VKASYNC_PIPELINE_DEPTH").ok().and_then(|d| d.parse().ok()) {
+        Some(d) => b.pipeline_depth(d),
+        None => b,
     }
 }

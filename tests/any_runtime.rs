@@ -351,3 +351,91 @@ fn a_lone_job_spins_for_its_own_submission_and_needs_no_wake() {
     assert_eq!(blocking.stats().spin_ns, 0);
     assert_eq!(blocking.live_waiters(), 0);
 }
+
+/// Group commit with a pipeline depth of 2 (the default) submits the work a job waits for
+/// behind the one submission the GPU is running; with a depth of 1 it waits until the GPU is
+/// idle. Both give the right results.
+#[test]
+fn a_waited_group_goes_out_behind_one_submission_in_flight_at_depth_2() {
+    let _w = Watchdog::new(Duration::from_secs(300));
+    let (device, mix) = setup();
+    let n = 64 * 64usize;
+    for depth in [2, 1] {
+        let queue = Queue::builder(&device).pipeline_depth(depth).spin_before_wait(Duration::ZERO).build().unwrap();
+        // A long submission: several maximal `mix` dispatches over n elements, flushed and not
+        // awaited (nobody waits for it, so the driver does not either).
+        let long = queue.context();
+        let long_buf = Buffer::<u32>::new(&device, n, MemoryKind::Device).unwrap();
+        long.upload(&long_buf, &vec![3; n]).unwrap();
+        let rounds = 8;
+        for _ in 0..rounds {
+            long.dispatch(&mix, [64, 1, 1], &[(&long_buf).into()], bytemuck::bytes_of(&[n as u32, 65_000])).unwrap();
+        }
+        let long_rb = long.read_back(&long_buf).unwrap();
+        long.flush();
+        assert_eq!(queue.stats().submits, 1);
+        // A short job waits for its work.
+        let ctx = queue.context();
+        let buf = Buffer::<u32>::new(&device, 64, MemoryKind::Device).unwrap();
+        ctx.upload(&buf, &[7; 64]).unwrap();
+        ctx.dispatch(&mix, [1, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[64u32, 1])).unwrap();
+        let mut read = std::pin::pin!(ctx.read(&buf));
+        let (first, _) = poll_once(read.as_mut());
+        assert!(first.is_none(), "the short job waits");
+        let submits = queue.stats().submits;
+        // The long submission must still be running for the comparison to say anything.
+        assert!(!long_rb.is_ready().unwrap(), "the long submission finished too soon for this test");
+        if depth == 2 {
+            assert_eq!(submits, 2, "depth 2: the job's work goes out behind the running submission");
+        } else {
+            assert_eq!(submits, 1, "depth 1: the job's work waits for an idle GPU");
+        }
+        assert_eq!(futures::executor::block_on(read).unwrap(), vec![mix_cpu(7, 1); 64]);
+        let mut want = 3;
+        for _ in 0..rounds {
+            want = mix_cpu(want, 65_000);
+        }
+        assert_eq!(long_rb.into_vec().unwrap(), vec![want; n]);
+        assert_eq!(queue.stats().submits, 2);
+        assert_eq!(queue.live_waiters(), 0);
+    }
+
+    // With two long submissions in flight, the job's work waits; once the first completes, the
+    // driver submits it behind the second, before that one completes.
+    let queue = Queue::builder(&device).pipeline_depth(2).spin_before_wait(Duration::ZERO).build().unwrap();
+    let long = |seed: u32| {
+        let ctx = queue.context();
+        let buf = Buffer::<u32>::new(&device, n, MemoryKind::Device).unwrap();
+        ctx.upload(&buf, &vec![seed; n]).unwrap();
+        for _ in 0..8 {
+            ctx.dispatch(&mix, [64, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 65_000])).unwrap();
+        }
+        let rb = ctx.read_back(&buf).unwrap();
+        ctx.flush();
+        (rb, buf)
+    };
+    let (first, b1) = long(1);
+    let (second, b2) = long(2);
+    let ctx = queue.context();
+    let buf = Buffer::<u32>::new(&device, 64, MemoryKind::Device).unwrap();
+    ctx.upload(&buf, &[7; 64]).unwrap();
+    let mut read = Box::pin(ctx.read(&buf));
+    assert!(poll_once(read.as_mut()).0.is_none());
+    assert_eq!(queue.stats().submits, 2, "two in flight: the job's work waits");
+    while !first.is_ready().unwrap() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while queue.stats().submits < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    assert!(
+        !second.is_ready().unwrap(),
+        "the job's work went out only once the second long submission completed (or that one is too short here)"
+    );
+    assert_eq!(queue.stats().submits, 3, "the driver submits the job's work behind the second submission");
+    assert_eq!(futures::executor::block_on(read).unwrap(), vec![7; 64]);
+    drop((first, second, b1, b2, buf, queue));
+    drop(mix);
+    finish(device);
+}

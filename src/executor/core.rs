@@ -14,7 +14,7 @@ use super::waiters::{Key, SlotState, Waiters};
 use super::{FlushPolicy, Stats, WaitPolicy};
 use crate::error::{Error, Result};
 use crate::trace::{HostKind, QueueTrace, TaskClock};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -109,6 +109,8 @@ pub(crate) struct State<B> {
     completed: u64,
     /// The last value this queue submitted.
     submitted: u64,
+    /// The values this queue submitted above `completed`, oldest first.
+    in_flight: VecDeque<u64>,
     /// Set on device loss: every later wait fails with it.
     fatal: Option<Error>,
     /// The driver is blocked in a GPU wait for this value.
@@ -212,6 +214,11 @@ pub(crate) struct Options {
     /// Under group commit, recorded commands are submitted once this many gathered, even while
     /// a submission is in flight (see [`crate::ExecutorBuilder::max_group_ops`]).
     pub group_bound: usize,
+    /// Under group commit without a running executor loop, how many submissions may be in
+    /// flight when gathered work that jobs wait for is submitted: 1 submits it only once the
+    /// GPU is idle; 2 submits it behind the one submission the GPU is running, so that its
+    /// encoding overlaps the GPU's work (see [`crate::QueueBuilder::pipeline_depth`]).
+    pub depth: usize,
 }
 
 /// The lock on a queue's state; see [`QueueCore::lock`].
@@ -292,6 +299,9 @@ pub(crate) struct QueueCore<B> {
     /// `State::completed` and whether any failure was fired, for a woken [`SyncFuture`] to see
     /// its epoch done without the lock (shared with the waiter table).
     seen: Arc<Seen>,
+    /// See [`QueueCore::model_as_queue`].
+    #[cfg(test)]
+    as_queue: AtomicBool,
     /// Per-context GPU time is measured.
     pub timing: bool,
 }
@@ -313,6 +323,7 @@ impl<B: Backend> QueueCore<B> {
                 by_value: BTreeMap::new(),
                 completed: 0,
                 submitted: 0,
+                in_flight: VecDeque::new(),
                 fatal: None,
                 waiting: None,
                 estimate: SpinEstimate { ns: options.spin.as_nanos().min(u64::MAX as u128) as u64 / 2 },
@@ -333,6 +344,8 @@ impl<B: Backend> QueueCore<B> {
             parked: AtomicBool::new(false),
             threaded: AtomicBool::new(false),
             seen,
+            #[cfg(test)]
+            as_queue: AtomicBool::new(false),
         })
     }
 
@@ -378,7 +391,17 @@ impl<B: Backend> QueueCore<B> {
 
     /// An executor's thread is running tasks (in its loop and not parked).
     fn executor_running(&self) -> bool {
+        #[cfg(test)]
+        if self.as_queue.load(Ordering::Relaxed) {
+            return false;
+        }
         self.running.load(Ordering::SeqCst) > 0 && !self.parked.load(Ordering::SeqCst)
+    }
+
+    /// The model of a [`crate::Queue`] (tests only): the core acts as if no executor loop ran.
+    #[cfg(test)]
+    pub fn model_as_queue(&self) {
+        self.as_queue.store(true, Ordering::Relaxed);
     }
 
     /// The executor's thread is about to park (`true`) or has woken (`false`). Parking hands
@@ -674,8 +697,11 @@ impl<B: Backend> QueueCore<B> {
                     for k in keys {
                         wakers.extend(st.waiters.fire(k, Ok(())));
                     }
-                } else if !keys.is_empty() {
-                    st.by_value.entry(info.value).or_default().extend(keys);
+                } else {
+                    st.in_flight.push_back(info.value);
+                    if !keys.is_empty() {
+                        st.by_value.entry(info.value).or_default().extend(keys);
+                    }
                 }
             }
             Err(e) => {
@@ -723,10 +749,32 @@ impl<B: Backend> QueueCore<B> {
         }
     }
 
+    /// Whether gathered work may be submitted now under group commit: no flush runs and fewer
+    /// than `depth` submissions are in flight (reading the counter if the last value read does
+    /// not tell). With a depth of 1 this is [`QueueCore::gpu_idle`].
+    fn gpu_room(&self, st: &mut State<B>, wakers: &mut Vec<Waker>) -> bool {
+        if st.flushing.is_some() {
+            return false;
+        }
+        if st.in_flight.len() < self.options.depth {
+            return true;
+        }
+        match st.backend.completed() {
+            Ok(c) => {
+                self.complete_upto(st, c, wakers);
+                st.in_flight.len() < self.options.depth
+            }
+            Err(_) => false,
+        }
+    }
+
     /// The counter was read as `c`: fire every waiter at or below it.
     fn complete_upto(&self, st: &mut State<B>, c: u64, wakers: &mut Vec<Waker>) {
         st.completed = st.completed.max(c);
         let upto = st.completed;
+        while st.in_flight.front().is_some_and(|&v| v <= upto) {
+            st.in_flight.pop_front();
+        }
         self.seen.completed(upto);
         fire_upto(st, upto, Ok(()), wakers);
     }
@@ -753,8 +801,15 @@ impl<B: Backend> QueueCore<B> {
         if group && st.backend.has_pending() && !st.pending_waiters.is_empty() && st.fatal.is_none() {
             // Work that tasks wait for: submit it once the GPU has nothing else to do; until
             // then, wait for what is in flight (and keep gathering).
-            if self.gpu_idle(st, wakers) {
+            if self.gpu_room(st, wakers) {
                 return Action::Flush;
+            }
+            if self.options.depth > 1 && st.flushing.is_none() {
+                // Wait until there is room behind the GPU's work for another submission.
+                let at = st.in_flight.len().saturating_sub(self.options.depth);
+                if let Some(&v) = st.in_flight.get(at) {
+                    return Action::Wait(v);
+                }
             }
             let target = st.submitted;
             return Action::Wait(self.wait_target(st).map_or(target, |t| t.max(target)));
@@ -1180,7 +1235,7 @@ impl<B: Backend> SyncFuture<B> {
                     let idle = if core.executor_running() {
                         core.gpu_idle(&mut st, wakers)
                     } else {
-                        st.flushing.is_none() && st.submitted <= st.completed
+                        st.flushing.is_none() && st.in_flight.len() < core.options.depth
                     };
                     if idle {
                         st = match self.lone_spin(core, core.flush(st, wakers)) {

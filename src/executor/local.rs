@@ -59,6 +59,9 @@ pub(crate) struct Local<B: Backend> {
     drive: Drive<B>,
     tasks_alive: Cell<usize>,
     closed: Cell<bool>,
+    /// The model of a [`crate::Queue`] (tests only): the loop never flushes when idle, so
+    /// awaited work goes out only by group commit.
+    queue_like: Cell<bool>,
     /// Abort handles of the unfinished tasks, so that shutdown can cancel every one of them
     /// (a task whose only waker is stored inside itself would otherwise never be dropped).
     live: RefCell<Vec<Option<futures::future::AbortHandle>>>,
@@ -77,10 +80,18 @@ impl<B: Backend> Local<B> {
             drive,
             tasks_alive: Cell::new(0),
             closed: Cell::new(false),
+            queue_like: Cell::new(false),
             live: RefCell::default(),
             free_slots: RefCell::default(),
             running: Cell::new(0),
         })
+    }
+
+    /// Makes a model run behave as a [`crate::Queue`]: no flush by the loop when it idles.
+    #[cfg(test)]
+    pub fn model_queue(&self) {
+        self.queue_like.set(true);
+        self.core.model_as_queue();
     }
 
     pub fn tasks_alive(&self) -> usize {
@@ -162,7 +173,7 @@ impl<B: Backend> Local<B> {
             }
             // No task can run: submit what they wait for (or what nobody waits for, when
             // nothing else is in flight).
-            if self.core.executor_idle() {
+            if !self.queue_like.get() && self.core.executor_idle() {
                 continue;
             }
             if let Drive::Inline(waiter) = &self.drive {

@@ -70,7 +70,14 @@
 //!   recorded work and the GPU has nothing left to do, that thread submits at once. While a
 //!   submission runs, work gathers; the driver waits for what is in flight and then submits
 //!   everything that gathered, in one submit. The delay is zero on an idle GPU, and the GPU
-//!   works while the host records. A group is also submitted once it holds
+//!   works while the host records. While no executor loop runs (always for a [`Queue`]),
+//!   "nothing left to do" means fewer submissions in flight than the *pipeline depth*
+//!   ([`QueueBuilder::pipeline_depth`], 2 by default): gathered work then goes out behind the
+//!   one submission the GPU is running, so that its encoding (and a coalesced kind's host
+//!   work) overlaps the GPU's, and the driver waits for the oldest submission in flight
+//!   before it submits the next group. Groups are as large as before (what gathers while the
+//!   GPU runs one submission); each waits for one more submission. An executor's loop judges
+//!   by an idle GPU: its groups are submitted by the loop itself or handed to its driver. A group is also submitted once it holds
 //!   [`ExecutorBuilder::max_group_ops`] commands (96 by default), in flight or not, so that the
 //!   GPU gets work in steps and little is left for the end of a run. On an executor whose loop
 //!   is running (and whose driver thread is not in a GPU wait), the task that fills a group
@@ -342,6 +349,20 @@ macro_rules! shared_setters {
             self
         }
 
+        /// Under [`FlushPolicy::GroupCommit`] while no executor loop runs (always for a
+        /// [`Queue`]): submit the work that jobs wait for once fewer than `depth` submissions
+        /// are in flight (at least 1; default 2). With 1 the next group goes out only once the
+        /// GPU is idle, and is encoded while the GPU waits; with 2 it is encoded and submitted
+        /// behind the submission the GPU is running. On the NVIDIA H200, sealing 10,000 × 16
+        /// KiB records from 16 tokio workers (`tls_pipeline --modes coalesced-tokio`, whose
+        /// flushes pack the records on the host) went from 4.2–5.1 to 5.3–6.0 GB/s with 2;
+        /// the mix workload did not change (0.92–1.14×, `BENCHMARKS.md`). An executor's loop
+        /// does not use it (see the [module docs](crate::executor)).
+        pub fn pipeline_depth(mut self, depth: usize) -> Self {
+            self.options.depth = depth.max(1);
+            self
+        }
+
         /// Before blocking in `vkWaitSemaphores`, read the timeline counter for exactly up to
         /// this long (zero: block at once), instead of the default adaptive spin. A wait
         /// satisfied by reading is not a host wait. See `BENCHMARKS.md` for what it gives.
@@ -410,6 +431,9 @@ pub(crate) use shared_setters;
 /// The default group bound of both fronts (see [`ExecutorBuilder::max_group_ops`]).
 const DEFAULT_GROUP_OPS: usize = 96;
 
+/// The default pipeline depth of group commit (see [`ExecutorBuilder::pipeline_depth`]).
+const DEFAULT_PIPELINE_DEPTH: usize = 2;
+
 /// The default options of both fronts.
 pub(crate) fn default_options() -> Options {
     Options {
@@ -417,6 +441,7 @@ pub(crate) fn default_options() -> Options {
         timeout: None,
         max_pending: 4096,
         group_bound: DEFAULT_GROUP_OPS,
+        depth: DEFAULT_PIPELINE_DEPTH,
         spin: DEFAULT_SPIN_BOUND,
         adaptive: true,
         flush: FlushPolicy::GroupCommit,

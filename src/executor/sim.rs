@@ -383,11 +383,17 @@ fn simulate(
     let adaptive = (seed >> 9) % 2 == 0;
     // Half the schedules bound group commit's groups (1 to 8 commands), as an executor does.
     let group_bound = if (seed >> 10) % 2 == 0 { usize::MAX } else { 1 + (seed >> 11) as usize % 8 };
+    // Half the schedules submit gathered work behind one submission in flight.
+    let depth = 1 + (seed >> 14) as usize % 2;
     let core = QueueCore::new(
         backend,
-        Options { policy, timeout, max_pending, spin, adaptive, flush, memory_bound: None, group_bound },
+        Options { policy, timeout, max_pending, spin, adaptive, flush, memory_bound: None, group_bound, depth },
     );
     let local = Local::new(core.clone(), Drive::Inline(SimWaiter(gpu.clone())));
+    // A quarter of the schedules model a `Queue`: awaited work goes out by group commit alone.
+    if (seed >> 15) % 4 == 0 {
+        local.model_queue();
+    }
     let world = Rc::new(RefCell::new(World::default()));
     let next_op = Rc::new(RefCell::new(0));
     let no_faults = faults.fail_submit_per_mille == 0 && faults.timeout_per_mille == 0 && faults.lose_at_call.is_none();
