@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """GPU busy time of a VKASYNC_TRACE file per GPU track, over the stretches where it has work:
 submissions are split into runs at idle gaps over 1 ms (a repetition's end), and each run's
-busy share (union of submission spans) and the gaps inside it are reported, with the phases'
-time by kind. Usage: gpu_busy.py t.json[.gz]"""
+busy share (union of submission spans) and the gaps inside it are reported. Usage: gpu_busy.py t.json[.gz]"""
 import json, gzip, collections, sys, statistics as S
 path = sys.argv[1]
 ev = json.load(gzip.open(path) if path.endswith('.gz') else open(path))
@@ -28,21 +27,6 @@ for tid, es in sorted(gpu.items()):
         busy = sum(y - x for x, y in m)
         gaps = [q[0] - p[1] for p, q in zip(m, m[1:])]
         cmds = [s['args'].get('commands', 0) for s in r]
-        # phases inside this run, by what they hold
-        kinds = collections.Counter()
-        for e in es:
-            if e['name'] == 'phase' and a <= e['ts'] <= b: pass
         print(f"  run {(b-a)/1e3:7.1f} ms: {len(r):4d} submissions, busy {100*busy/(b-a):3.0f} %, "
               f"gap median {S.median(gaps) if gaps else 0:6.1f} us mean {S.mean(gaps) if gaps else 0:6.1f}, "
               f"commands/submission median {S.median(cmds)}")
-    # phase time by content: upload-like (first), dispatch, read-back
-    ph = collections.defaultdict(float); n = collections.Counter(); regions = collections.Counter()
-    inner = sorted((e for e in es if not e['name'].startswith('submission') and e['name'] != 'phase'), key=lambda e: e['ts'])
-    for e in es:
-        if e['name'] == 'phase' or (not e['name'].startswith('submission') and e['args'].get('commands') is None):
-            pass
-    for e in inner:
-        nm = e['name']
-        kind = 'copy' if nm.startswith('copy') else ('clear' if nm == 'clear' else 'dispatch')
-        ph[kind] += 0  # spans of kinds overlap their phase; counted below per phase
-    print('  (phase durations are in the JSON; see gpu_gaps.py for flushes)')
