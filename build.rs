@@ -27,6 +27,8 @@ use std::path::{Path, PathBuf};
 
 fn main() {
     vkasync_build::Kernels::new().inside_vkasync().build();
+    // The library's own kernels (`src/copies.rs`), not exported as `kernels::*`.
+    vkasync_build::Kernels::new().inside_vkasync().dir("shaders/internal").out_file("internal_kernels.rs").build();
     link_spirv_tools();
 }
 

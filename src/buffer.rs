@@ -100,6 +100,9 @@ pub(crate) struct RawBuffer {
     pub offset: u64,
     /// The pooled chunk this buffer is (see [`crate::pool`]).
     chunk: Chunk,
+    /// The device address of `buffer` at offset 0 (0 without buffer device addresses; see
+    /// [`crate::copies`]).
+    pub base_address: u64,
     /// Host pointer to the start of the range, when its memory is host-visible.
     mapped: Option<std::ptr::NonNull<u8>>,
     pub size: u64,
@@ -157,6 +160,7 @@ impl RawBuffer {
             device: device.clone(),
             buffer: chunk.buffer,
             offset: chunk.offset,
+            base_address: chunk.base_address,
             chunk,
             mapped: chunk.mapped,
             size,

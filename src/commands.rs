@@ -109,6 +109,9 @@ pub(crate) struct Recording {
     completion: Option<Arc<std::sync::atomic::AtomicU64>>,
     /// Fresh buffers whose clear `encode` took (see "Clearing new buffers").
     cleared: Vec<Arc<RawBuffer>>,
+    /// Buffers the encoded commands use besides the ops' (the copy kernel's region tables),
+    /// held until the recording is dropped, after its submission completed.
+    held: Vec<Arc<RawBuffer>>,
     submitted: bool,
     /// GPU timestamps around each command, when tracing or timing (see [`crate::trace`]).
     pub(crate) spans: Option<crate::trace::GpuSpans>,
@@ -192,6 +195,8 @@ pub(crate) struct EncodeStats {
     pub barriers: u64,
     pub phases: u64,
     pub dispatches: u64,
+    /// Dispatches of the copy kernel (see [`crate::copies`]).
+    pub copy_dispatches: u64,
 }
 
 const SHADER_OR_TRANSFER: vk::PipelineStageFlags = vk::PipelineStageFlags::from_raw(
@@ -238,6 +243,7 @@ impl Recording {
             batch_items: 0,
             completion: None,
             cleared: Vec::new(),
+            held: Vec::new(),
             submitted: false,
             spans: None,
             owners: Vec::new(),
@@ -679,6 +685,10 @@ impl Recording {
         // Push constants stay set across dispatches with compatible layouts: skip repeats.
         let mut pushed: Option<(vk::PipelineLayout, &[u8])> = None;
         let mut copies: Vec<CopyGroup> = Vec::new();
+        // The device addresses of each group's two buffers (see `crate::copies`).
+        let mut copy_bases: Vec<(u64, u64)> = Vec::new();
+        let copy_kernel = crate::copies::kernel(&self.device).cloned();
+        let mut kernel_regions: Vec<crate::copies::Region> = Vec::new();
         let mut copy_index: IdMap<(vk::Buffer, vk::Buffer), usize> = IdMap::default();
         // With GPU spans: the ops (and their bytes) behind each merged copy.
         let mut copy_ops: Vec<SmallVec<[(usize, u64); 1]>> = Vec::new();
@@ -691,6 +701,7 @@ impl Recording {
                 stats.barriers += 1;
             }
             copies.clear();
+            copy_bases.clear();
             copy_index.clear();
             copy_ops.clear();
             for &i in &order[at..end] {
@@ -699,6 +710,7 @@ impl Recording {
                         let key = (src.buffer, dst.buffer);
                         let slot = *copy_index.entry(key).or_insert_with(|| {
                             copies.push((key, SmallVec::new()));
+                            copy_bases.push((src.base_address, dst.base_address));
                             copies.len() - 1
                         });
                         copies[slot].1.extend_from_slice(regions);
@@ -773,7 +785,60 @@ impl Recording {
                     }
                 }
             }
+            // Groups whose regions all qualify go to one dispatch of the copy kernel when
+            // enough do (see `crate::copies`); the others to `vkCmdCopyBuffer`.
+            let mut by_kernel: SmallVec<[bool; 8]> = SmallVec::new();
+            if let Some(ck) = &copy_kernel {
+                by_kernel.extend(copies.iter().zip(&copy_bases).map(|((_, regions), &(sb, db))| {
+                    regions.iter().all(|r| crate::copies::qualifies(sb, db, r))
+                }));
+                kernel_regions.clear();
+                for (((_, regions), &(sb, db)), _) in
+                    copies.iter().zip(&copy_bases).zip(&by_kernel).filter(|(_, &k)| k)
+                {
+                    kernel_regions
+                        .extend(regions.iter().map(|r| (sb + r.src_offset, db + r.dst_offset, r.size)));
+                }
+                let table = (kernel_regions.len() >= crate::copies::MIN_REGIONS)
+                    .then(|| crate::copies::table(&self.device, &kernel_regions).ok())
+                    .flatten();
+                match table {
+                    Some((table, address)) => {
+                        let raw = &ck.raw;
+                        let push = crate::copies::push_constants(address, kernel_regions.len() as u32);
+                        // SAFETY: the pipeline and layout are live (the device holds the
+                        // kernel); the table is live (held by this recording until its
+                        // submission completed) and lists only regions checked against their
+                        // buffers when recorded, which this phase writes disjointly and which
+                        // the ops hold alive (see `crate::copies`); the push block is the
+                        // kernel's 12 bytes.
+                        unsafe {
+                            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, raw.pipeline);
+                            d.cmd_push_constants(cmd, raw.layout, vk::ShaderStageFlags::COMPUTE, 0, &push);
+                            d.cmd_dispatch(cmd, kernel_regions.len() as u32, 1, 1);
+                        }
+                        bound = Some(raw.pipeline);
+                        pushed = None;
+                        self.held.push(table);
+                        stats.copy_dispatches += 1;
+                        if let Some(sp) = &mut spans {
+                            let bytes: u64 = kernel_regions.iter().map(|r| r.2).sum();
+                            let owners = (0..copies.len())
+                                .filter(|&slot| by_kernel[slot])
+                                .flat_map(|slot| copy_ops.get(slot).map_or(&[][..], |o| &o[..]))
+                                .filter_map(|&(i, b)| self.owner(i).map(|o| (o.clone(), b)))
+                                .collect();
+                            let what = crate::trace::Command::Copy(bytes, kernel_regions.len() as u32);
+                            sp.command(cmd, crate::trace::GpuCommand { what, owners });
+                        }
+                    }
+                    None => by_kernel.clear(),
+                }
+            }
             for (slot, ((src, dst), regions)) in copies.iter().enumerate() {
+                if by_kernel.get(slot).copied().unwrap_or(false) {
+                    continue;
+                }
                 // Within one `VkBuffer` (two chunks of one pooled block), one region per
                 // command: the copy is valid with any number of disjoint regions, but validation
                 // layers before 1.3.239 (Ubuntu 22.04's 1.3.204) compare the regions' bounding

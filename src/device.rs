@@ -90,6 +90,7 @@ pub struct DeviceBuilder {
     loader: Option<std::path::PathBuf>,
     stage_always: bool,
     robust: Option<bool>,
+    compute_copies: Option<bool>,
 }
 
 impl DeviceBuilder {
@@ -136,6 +137,15 @@ impl DeviceBuilder {
         self
     }
 
+    /// Lets a flush copy many small regions with one dispatch of the library's copy kernel
+    /// instead of `vkCmdCopyBuffer` (on by default where the device offers
+    /// `bufferDeviceAddress`; `VKASYNC_COMPUTE_COPIES=0` turns it off). See
+    /// [`Device::compute_copies`].
+    pub fn compute_copies(mut self, on: bool) -> Self {
+        self.compute_copies = Some(on);
+        self
+    }
+
     /// Loads the Vulkan loader from this path instead of the system's `libvulkan.so.1` /
     /// `vulkan-1.dll`.
     pub fn loader_path(mut self, path: impl Into<std::path::PathBuf>) -> Self {
@@ -156,7 +166,10 @@ impl DeviceBuilder {
             },
         };
         let robust = self.robust.unwrap_or_else(|| std::env::var("VKASYNC_ROBUST").map_or(true, |v| v.trim() != "0"));
-        Device::open(validation, &selector, self.loader.as_deref(), self.stage_always, robust)
+        let copies = self
+            .compute_copies
+            .unwrap_or_else(|| std::env::var("VKASYNC_COMPUTE_COPIES").map_or(true, |v| v.trim() != "0"));
+        Device::open(validation, &selector, self.loader.as_deref(), self.stage_always, robust, copies)
     }
 }
 
@@ -220,8 +233,17 @@ pub(crate) struct DeviceShared {
     pub blocking_pool: Mutex<Option<crate::commands::CommandPool>>,
     next_id: AtomicU64,
     pub instance: ManuallyDrop<InstanceShared>,
-    /// The features that gate SPIR-V capabilities, as enabled at creation.
+    /// The features that gate SPIR-V capabilities of users' kernels, as enabled at creation
+    /// (never buffer device addresses).
     pub shader_features: EnabledFeatures,
+    /// The same for the library's own kernels (with buffer device addresses, when enabled).
+    pub internal_features: EnabledFeatures,
+    /// `bufferDeviceAddress` is enabled: every pooled block has a device address, and flushes
+    /// may copy with the copy kernel (see [`crate::copies`]).
+    pub bda: bool,
+    /// The copy kernel, made at its first use (`None`: it could not be made; copies then use
+    /// `vkCmdCopyBuffer`).
+    pub copy_kernel: std::sync::OnceLock<Option<crate::kernel::Kernel>>,
 }
 
 impl Device {
@@ -241,6 +263,7 @@ impl Device {
         loader: Option<&std::path::Path>,
         stage_always: bool,
         robust: bool,
+        compute_copies: bool,
     ) -> Result<Self> {
         let inst = instance::create_instance(validation, loader)?;
         let list = instance::enumerate(&inst.instance)?;
@@ -352,15 +375,20 @@ impl Device {
         let timestamps = host_query_reset
             && props.limits.timestamp_compute_and_graphics == vk::TRUE
             && info.queue_families[family as usize].timestamp_valid_bits > 0;
+        // Buffer device addresses serve the library's own copy kernel only: the SPIR-V
+        // capability check keeps them from users' kernels, which could otherwise reach any
+        // memory of the device (see `copies`).
+        let bda = compute_copies && supported12.buffer_device_address == vk::TRUE;
         let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
             .timeline_semaphore(true)
             .host_query_reset(host_query_reset)
-            .buffer_device_address(false);
+            .buffer_device_address(bda);
         // Of the Vulkan 1.0 features only robust buffer access is enabled, and no 1.1 feature;
         // these feed the SPIR-V capability check.
         let enabled = vk::PhysicalDeviceFeatures::default().robust_buffer_access(robust != RobustAccess::Off);
         let f11 = vk::PhysicalDeviceVulkan11Features::default();
-        let shader_features = EnabledFeatures::new(&enabled, &f11, &f12, &subgroup);
+        let internal_features = EnabledFeatures::new(&enabled, &f11, &f12, &subgroup);
+        let shader_features = EnabledFeatures { buffer_device_address: false, ..internal_features };
         let priorities = [1.0f32];
         let queue_info =
             [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
@@ -409,7 +437,7 @@ impl Device {
                 settings.log_leaks_on_shutdown = true;
                 settings
             },
-            buffer_device_address: false,
+            buffer_device_address: bda,
             allocation_sizes: Default::default(),
         });
         let allocator = match allocator {
@@ -455,6 +483,9 @@ impl Device {
                 next_id: AtomicU64::new(1),
                 instance: ManuallyDrop::new(inst),
                 shader_features,
+                internal_features,
+                bda,
+                copy_kernel: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -491,6 +522,12 @@ impl Device {
     /// Whether any robust buffer access is on (see [`Device::robust_access`] for which).
     pub fn robust_buffer_access(&self) -> bool {
         self.shared.robust != RobustAccess::Off
+    }
+
+    /// Whether flushes may copy many small regions with one dispatch of the library's copy
+    /// kernel (buffer device addresses enabled; see [`DeviceBuilder::compute_copies`]).
+    pub fn compute_copies(&self) -> bool {
+        self.shared.bda
     }
 
     /// The queue family in use.

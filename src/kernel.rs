@@ -127,12 +127,31 @@ impl Kernel {
     /// an invalid module can crash the process inside `vkCreateShaderModule` or
     /// `vkCreateComputePipelines`.
     pub unsafe fn from_words_unchecked(device: &Device, name: &str, words: &[u32]) -> Result<Self> {
+        // SAFETY: the caller's contract.
+        unsafe { Self::create(device, name, words, &device.shared.shader_features) }
+    }
+
+    /// One of the library's own kernels (`shaders/internal/`), whose capabilities are checked
+    /// against the features the library enabled for itself (buffer device addresses).
+    pub(crate) fn internal(device: &Device, source: &KernelSource) -> Result<Self> {
+        // SAFETY: as in `Kernel::new`: `build.rs` validated the words.
+        unsafe { Self::create(device, source.name, source.spirv, &device.shared.internal_features) }
+    }
+
+    /// # Safety
+    /// As [`Kernel::from_words_unchecked`].
+    unsafe fn create(
+        device: &Device,
+        name: &str,
+        words: &[u32],
+        features: &crate::spirv_caps::EnabledFeatures,
+    ) -> Result<Self> {
         let mut reflection = spirv::reflect(words)?;
         let limits = device.limits();
         reflection.local_size = crate::spirv_caps::check(
             name,
             words,
-            &device.shared.shader_features,
+            features,
             limits.max_compute_work_group_size,
             limits.max_compute_work_group_invocations,
         )?;

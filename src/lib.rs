@@ -41,6 +41,7 @@
 pub mod batch;
 mod buffer;
 mod commands;
+mod copies;
 pub mod crypto;
 mod device;
 mod error;

@@ -55,6 +55,8 @@ pub(crate) struct Block {
     pub buffer: vk::Buffer,
     allocation: Option<Allocation>,
     pub mapped: Option<NonNull<u8>>,
+    /// The buffer's device address (0 without buffer device addresses).
+    pub address: u64,
     pub size: u64,
     /// Which heap counter of `DeviceShared::heap_used` it is counted in.
     heap: usize,
@@ -72,15 +74,14 @@ impl Block {
     /// would do (lavapipe, for one, never refuses).
     pub fn new(shared: &DeviceShared, allocator: &mut Allocator, size: u64, kind: MemoryKind) -> Result<Block> {
         let device = &shared.device;
-        let info = vk::BufferCreateInfo::default()
-            .size(size)
-            .usage(
-                vk::BufferUsageFlags::STORAGE_BUFFER
-                    | vk::BufferUsageFlags::UNIFORM_BUFFER
-                    | vk::BufferUsageFlags::TRANSFER_SRC
-                    | vk::BufferUsageFlags::TRANSFER_DST,
-            )
-            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let mut usage = vk::BufferUsageFlags::STORAGE_BUFFER
+            | vk::BufferUsageFlags::UNIFORM_BUFFER
+            | vk::BufferUsageFlags::TRANSFER_SRC
+            | vk::BufferUsageFlags::TRANSFER_DST;
+        if shared.bda {
+            usage |= vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS;
+        }
+        let info = vk::BufferCreateInfo::default().size(size).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE);
         // SAFETY: the device is live and `info` is valid (size > 0 is the callers' invariant).
         let buffer = unsafe { device.create_buffer(&info, None) }.map_err(map_oom("vkCreateBuffer"))?;
         // SAFETY: `buffer` was just created on this device.
@@ -107,11 +108,18 @@ impl Block {
             return Err(map_oom("vkBindBufferMemory")(e));
         }
         let mapped = allocation.mapped_ptr().map(|p| p.cast::<u8>());
+        let address = if shared.bda {
+            // SAFETY: the buffer is bound to memory allocated with the device-address flag (the
+            // allocator sets it when buffer device addresses are on) and has the usage.
+            unsafe { device.get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(buffer)) }
+        } else {
+            0
+        };
         let device_local = allocation.memory_properties().contains(vk::MemoryPropertyFlags::DEVICE_LOCAL);
         let heap = if device_local || shared.heap_size[1] == 0 { 0 } else { 1 };
         let bytes = allocation.size();
         let used = shared.heap_used[heap].fetch_add(bytes, Ordering::Relaxed) + bytes;
-        let block = Block { buffer, allocation: Some(allocation), mapped, size, heap };
+        let block = Block { buffer, allocation: Some(allocation), mapped, address, size, heap };
         if used > shared.heap_size[heap] {
             let limit = shared.heap_size[heap];
             block.destroy(shared, allocator);
@@ -139,6 +147,8 @@ impl Block {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Chunk {
     pub buffer: vk::Buffer,
+    /// The device address of `buffer` (of offset 0; 0 without buffer device addresses).
+    pub base_address: u64,
     pub offset: u64,
     pub mapped: Option<NonNull<u8>>,
     pub block: usize,
@@ -203,6 +213,7 @@ impl Pool {
                 let offset = i * chunk_size;
                 list.push(Chunk {
                     buffer: block.buffer,
+                    base_address: block.address,
                     offset,
                     // SAFETY: `offset` is inside the block's mapping.
                     mapped: block.mapped.map(|p| unsafe { NonNull::new_unchecked(p.as_ptr().add(offset as usize)) }),

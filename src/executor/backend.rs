@@ -24,6 +24,8 @@ pub(crate) struct FlushInfo {
     pub command_buffers: u64,
     /// Dispatches recorded.
     pub dispatches: u64,
+    /// Dispatches of the copy kernel (see [`crate::copies`]).
+    pub copy_dispatches: u64,
     /// Whether anything was submitted: a flush whose batches all ran on the host (and that has
     /// nothing else) submits nothing, and its waiters are done at once.
     pub submitted: bool,
@@ -336,6 +338,7 @@ impl Backend for VulkanBackend {
                     barriers: stats.barriers,
                     command_buffers: 1,
                     dispatches: stats.dispatches,
+                    copy_dispatches: stats.copy_dispatches,
                     submitted: true,
                 })
             }

@@ -185,6 +185,7 @@ pub(crate) struct Counters {
     pub host_waits: AtomicU64,
     pub barriers: AtomicU64,
     pub dispatches: AtomicU64,
+    pub copy_dispatches: AtomicU64,
     pub timeline: AtomicU64,
     pub wait_ns: AtomicU64,
     pub spin_ns: AtomicU64,
@@ -368,6 +369,7 @@ impl<B: Backend> QueueCore<B> {
             host_waits: g(&c.host_waits),
             barriers: g(&c.barriers),
             dispatches: g(&c.dispatches),
+            copy_dispatches: g(&c.copy_dispatches),
             timeline_value: g(&c.timeline),
             wait_ns: g(&c.wait_ns),
             spin_ns: g(&c.spin_ns),
@@ -687,6 +689,7 @@ impl<B: Backend> QueueCore<B> {
                 bump(&self.counters.submits, 1);
                 bump(&self.counters.barriers, info.barriers);
                 bump(&self.counters.dispatches, info.dispatches);
+                bump(&self.counters.copy_dispatches, info.copy_dispatches);
                 self.counters.timeline.store(info.value, Ordering::Relaxed);
                 st.submitted = st.submitted.max(info.value);
                 batch.set(BatchStatus::Submitted(info.value));

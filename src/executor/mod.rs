@@ -265,6 +265,10 @@ pub struct Stats {
     pub barriers: u64,
     /// Dispatches recorded (a coalesced batch counts its dispatches, not its items).
     pub dispatches: u64,
+    /// Dispatches of the library's copy kernel, each of which copied the small regions of one
+    /// phase in place of `vkCmdCopyBuffer` (see [`crate::DeviceBuilder::compute_copies`]); not
+    /// counted in `dispatches`.
+    pub copy_dispatches: u64,
     /// The last timeline value this executor submitted.
     pub timeline_value: u64,
     /// Total time from the start of each GPU wait (spin included) to the executor taking its

@@ -152,7 +152,7 @@ impl Backend for SimBackend {
         }
         g.in_flight.push_back((v, ops));
         g.progress();
-        Ok(FlushInfo { value: v, barriers: 0, command_buffers: 1, dispatches: 0, submitted: true })
+        Ok(FlushInfo { value: v, command_buffers: 1, submitted: true, ..FlushInfo::default() })
     }
     fn end_flush(&mut self, _job: SimJob) {}
     type Waiter = SimWaiter;

@@ -59,6 +59,7 @@ pub struct Kernels {
     dir: PathBuf,
     source_type: String,
     inside_vkasync: bool,
+    out_file: String,
 }
 
 impl Default for Kernels {
@@ -70,12 +71,23 @@ impl Default for Kernels {
 impl Kernels {
     /// `shaders/` of the crate being built, for a crate that depends on vkasync.
     pub fn new() -> Self {
-        Kernels { dir: PathBuf::from("shaders"), source_type: "vkasync::KernelSource".into(), inside_vkasync: false }
+        Kernels {
+            dir: PathBuf::from("shaders"),
+            source_type: "vkasync::KernelSource".into(),
+            inside_vkasync: false,
+            out_file: "kernels.rs".into(),
+        }
     }
 
     /// Another folder (relative to the crate's root) instead of `shaders/`.
     pub fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.dir = dir.into();
+        self
+    }
+
+    /// Another file in `$OUT_DIR` instead of `kernels.rs` (for a second folder of kernels).
+    pub fn out_file(mut self, name: impl Into<String>) -> Self {
+        self.out_file = name.into();
         self
     }
 
@@ -87,7 +99,7 @@ impl Kernels {
         self
     }
 
-    /// Compiles, validates and writes `$OUT_DIR/kernels.rs`; on any error, prints it and exits
+    /// Compiles, validates and writes `$OUT_DIR/kernels.rs` (or [`Kernels::out_file`]); on any error, prints it and exits
     /// the build script with status 1.
     pub fn build(&self) {
         let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("run from a build script"));
@@ -215,7 +227,7 @@ impl Kernels {
         }
         writeln!(generated, "/// Every kernel compiled from `{rel_dir}/`.").unwrap();
         writeln!(generated, "pub const ALL: &[{}] = &[{}];", self.source_type, all.join(", ")).unwrap();
-        fs::write(out.join("kernels.rs"), generated).unwrap();
+        fs::write(out.join(&self.out_file), generated).unwrap();
     }
 }
 

@@ -1,0 +1,102 @@
+//! Copies of many small regions in one dispatch.
+//!
+//! A flush merges the copies of one phase by their two `VkBuffer`s into `vkCmdCopyBuffer`
+//! commands with many regions (uploads and read-backs of many jobs, from and to pooled
+//! blocks). Drivers run the regions of one copy command one after another: on the NVIDIA H200
+//! a 4 KiB region takes about 1.6 µs of GPU time (`BENCHMARKS.md`, session 19), so a job's
+//! upload and read-back were most of its GPU time. Where the device offers
+//! `bufferDeviceAddress`, a phase's small regions are instead copied by one dispatch of the
+//! library's kernel `shaders/internal/copy_regions.comp`, one workgroup per region, all in
+//! parallel.
+//!
+//! # How
+//! The encoder writes a table of the regions (source and destination device addresses, size)
+//! into a small host-visible buffer, which the recording holds until its submission completes,
+//! and dispatches the kernel with the table's address as its push constant. A region qualifies
+//! when both buffers have device addresses, its offsets and size are multiples of 4 bytes, and
+//! it is at most [`MAX_REGION`] bytes (larger ones keep `vkCmdCopyBuffer`, which moves them at
+//! full bandwidth); a phase uses the kernel when at least [`MIN_REGIONS`] regions qualify. If the
+//! kernel or its table cannot be made (out of memory), the copies go through `vkCmdCopyBuffer`
+//! as before.
+//!
+//! # Ordering and safety
+//! The kernel's accesses are ordinary shader reads and writes in the phase they replace, so the
+//! barriers between phases (shader and transfer stages, see [`crate::CommandList`]) order them
+//! as they ordered the copies. Every region was checked against its buffers' ranges when it was
+//! recorded, and regions of one phase write disjoint ranges; the table holds exactly those
+//! regions, so the kernel touches nothing else. Accesses through device addresses are not
+//! bounds-checked by robust buffer access and are not seen by the validation layer's
+//! synchronization checks; that is why only this kernel may use them: users' kernels that
+//! declare the capability are refused ([`crate::Error::UnsupportedCapability`]), as before.
+//! [`crate::DeviceBuilder::compute_copies`] (or `VKASYNC_COMPUTE_COPIES=0`) turns the path off.
+
+use crate::buffer::{MemoryKind, RawBuffer};
+use crate::device::Device;
+use crate::error::Result;
+use crate::kernel::Kernel;
+use ash::vk;
+use std::sync::Arc;
+
+#[allow(dead_code)] // `ALL`
+mod internal {
+    include!(concat!(env!("OUT_DIR"), "/internal_kernels.rs"));
+}
+
+/// The largest region copied by the kernel, in bytes.
+pub(crate) const MAX_REGION: u64 = 64 << 10;
+/// The fewest qualifying regions for which a phase uses the kernel.
+pub(crate) const MIN_REGIONS: usize = 2;
+/// Bytes per table entry (see the kernel).
+const ENTRY: usize = 32;
+
+/// The copy kernel, made at its first use; `None` where buffer device addresses are off or it
+/// could not be made.
+pub(crate) fn kernel(device: &Device) -> Option<&Kernel> {
+    if !device.shared.bda {
+        return None;
+    }
+    device
+        .shared
+        .copy_kernel
+        .get_or_init(|| match Kernel::internal(device, &internal::COPY_REGIONS) {
+            Ok(k) => Some(k),
+            Err(e) => {
+                log::warn!("vkasync: the copy kernel could not be made ({e}); copies use vkCmdCopyBuffer");
+                None
+            }
+        })
+        .as_ref()
+}
+
+/// Whether the kernel may copy region `r` between buffers whose device addresses (at offset 0)
+/// are `src_base` and `dst_base`.
+pub(crate) fn qualifies(src_base: u64, dst_base: u64, r: &vk::BufferCopy) -> bool {
+    src_base != 0 && dst_base != 0 && r.size <= MAX_REGION && (r.src_offset | r.dst_offset | r.size) % 4 == 0
+}
+
+/// One region: source and destination device addresses, and bytes.
+pub(crate) type Region = (u64, u64, u64);
+
+/// A table of `regions` for the kernel, in a new host-visible buffer, and its device address.
+pub(crate) fn table(device: &Device, regions: &[Region]) -> Result<(Arc<RawBuffer>, u64)> {
+    let mut bytes = Vec::with_capacity(regions.len() * ENTRY);
+    for &(src, dst, size) in regions {
+        let words = (size / 4) as u32;
+        for v in [src as u32, (src >> 32) as u32, dst as u32, (dst >> 32) as u32, words, 0, 0, 0] {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    let buf = RawBuffer::new(device, bytes.len() as u64, MemoryKind::Upload, false)?;
+    // A new buffer: the GPU has never used it.
+    buf.write_bytes(0, &bytes)?;
+    let address = buf.base_address + buf.offset;
+    Ok((buf, address))
+}
+
+/// The push constants of a dispatch over `count` regions of the table at `address`.
+pub(crate) fn push_constants(address: u64, count: u32) -> [u8; 12] {
+    let mut p = [0u8; 12];
+    p[..8].copy_from_slice(&address.to_le_bytes());
+    p[8..].copy_from_slice(&count.to_le_bytes());
+    p
+}
