@@ -789,15 +789,16 @@ impl Recording {
             // enough do (see `crate::copies`); the others to `vkCmdCopyBuffer`.
             let mut by_kernel: SmallVec<[bool; 8]> = SmallVec::new();
             if let Some(ck) = &copy_kernel {
-                by_kernel.extend(copies.iter().zip(&copy_bases).map(|((_, regions), &(sb, db))| {
-                    regions.iter().all(|r| crate::copies::qualifies(sb, db, r))
-                }));
+                by_kernel.extend(
+                    copies
+                        .iter()
+                        .zip(&copy_bases)
+                        .map(|((_, regions), &(sb, db))| regions.iter().all(|r| crate::copies::qualifies(sb, db, r))),
+                );
                 kernel_regions.clear();
-                for (((_, regions), &(sb, db)), _) in
-                    copies.iter().zip(&copy_bases).zip(&by_kernel).filter(|(_, &k)| k)
+                for (((_, regions), &(sb, db)), _) in copies.iter().zip(&copy_bases).zip(&by_kernel).filter(|(_, &k)| k)
                 {
-                    kernel_regions
-                        .extend(regions.iter().map(|r| (sb + r.src_offset, db + r.dst_offset, r.size)));
+                    kernel_regions.extend(regions.iter().map(|r| (sb + r.src_offset, db + r.dst_offset, r.size)));
                 }
                 let table = (kernel_regions.len() >= crate::copies::MIN_REGIONS)
                     .then(|| crate::copies::table(&self.device, &kernel_regions).ok())

@@ -392,7 +392,7 @@ impl<B: Backend> QueueCore<B> {
     }
 
     /// An executor's thread is running tasks (in its loop and not parked).
-    fn executor_running(&self) -> bool {
+    pub(super) fn executor_running(&self) -> bool {
         #[cfg(test)]
         if self.as_queue.load(Ordering::Relaxed) {
             return false;
@@ -466,23 +466,29 @@ impl<B: Backend> QueueCore<B> {
         }
         let group =
             self.options.flush == FlushPolicy::GroupCommit && st.backend.pending_commands() >= self.options.group_bound;
-        let hand = group
-            && st.flushing.is_none()
-            && st.waiting.is_none()
-            && self.executor_running()
-            && self.threaded.load(Ordering::Relaxed);
-        if hand {
-            // A running executor's group is full: its driver thread (idle: not in a GPU
-            // wait, which a notification would not cut short) encodes and submits it
+        if group && self.try_hand_off(&mut st) {
+            // A running executor's group is full: its driver thread encodes and submits it
             // while the executor runs more tasks.
-            if !st.hand_off {
-                st.hand_off = true;
-                self.notify_driver();
-            }
         } else if group || st.backend.pending_len() >= self.options.max_pending {
             st = self.flush(st, wakers);
         }
         (st, r)
+    }
+
+    /// A running executor's loop wants its recorded group submitted: hands it to the queue's
+    /// driver thread, which encodes and submits it (with whatever was recorded by the time it
+    /// starts) while the loop runs more tasks. Possible when the driver is idle (not flushing,
+    /// not in a GPU wait, which a notification would not cut short). Returns whether it did.
+    fn try_hand_off(&self, st: &mut State<B>) -> bool {
+        let hand = st.flushing.is_none()
+            && st.waiting.is_none()
+            && self.executor_running()
+            && self.threaded.load(Ordering::Relaxed);
+        if hand && !st.hand_off {
+            st.hand_off = true;
+            self.notify_driver();
+        }
+        hand
     }
 
     /// Records through `f` (as [`QueueCore::record`]) and starts waiting for all the work the
@@ -560,10 +566,11 @@ impl<B: Backend> QueueCore<B> {
     /// A running executor checks, every few tasks it runs, what its awaits check only when
     /// they register: whether submitted work that tasks wait for has completed (then they are
     /// woken), and, under group commit, whether the GPU ran out of work while tasks wait for
-    /// what is recorded (then that is submitted at once). Without this, a loop kept busy by
-    /// ready tasks (reading results back, or never awaiting the GPU) would neither see
-    /// completions nor submit the last group, and the GPU would idle until no task is ready.
-    /// Returns whether it flushed.
+    /// what is recorded (then that is submitted: by the driver thread if it is idle, else at
+    /// once; see [`QueueCore::loop_group_ready`] for the least it submits). Without this, a loop
+    /// kept busy by ready tasks (reading results back, or never awaiting the GPU) would neither
+    /// see completions nor submit the last group, and the GPU would idle until no task is
+    /// ready. Returns whether it flushed or handed a flush over.
     pub fn executor_check(&self) -> bool {
         let mut wakers = Vec::new();
         let flushed = {
@@ -571,7 +578,7 @@ impl<B: Backend> QueueCore<B> {
             let may_flush = self.options.flush == FlushPolicy::GroupCommit
                 && st.flushing.is_none()
                 && !st.pending_waiters.is_empty()
-                && st.backend.has_pending()
+                && self.loop_group_ready(&st)
                 && st.fatal.is_none();
             // One counter read at most: `gpu_idle` reads it (and fires the waiters it shows
             // done) when a flush is in question; otherwise it is read for the waiters alone.
@@ -585,7 +592,7 @@ impl<B: Backend> QueueCore<B> {
                 }
                 false
             };
-            if due {
+            if due && !self.try_hand_off(&mut st) {
                 drop(self.flush(st, &mut wakers));
             }
             due
@@ -769,6 +776,15 @@ impl<B: Backend> QueueCore<B> {
             }
             Err(_) => false,
         }
+    }
+
+    /// Whether a running executor's loop may submit the recorded group itself when the GPU is
+    /// idle: once it holds a third of the group bound. A smaller group waits for more work, and
+    /// is submitted when the loop runs out of ready tasks ([`QueueCore::executor_idle`]) at the
+    /// latest: where the GPU finishes each group faster than the loop records the next, the
+    /// loop would otherwise submit every few commands and spend its time on submissions.
+    pub(super) fn loop_group_ready(&self, st: &State<B>) -> bool {
+        st.backend.pending_commands() >= (self.options.group_bound / 3).max(1)
     }
 
     /// The counter was read as `c`: fire every waiter at or below it.
@@ -1236,11 +1252,13 @@ impl<B: Backend> SyncFuture<B> {
                     // read the counter: finding the previous batch done, it submits what
                     // gathered at once and keeps the GPU busy while it records more.
                     let idle = if core.executor_running() {
-                        core.gpu_idle(&mut st, wakers)
+                        core.loop_group_ready(&st) && core.gpu_idle(&mut st, wakers)
                     } else {
                         st.flushing.is_none() && st.in_flight.len() < core.options.depth
                     };
-                    if idle {
+                    if idle && core.executor_running() && core.try_hand_off(&mut st) {
+                        // The loop's group goes to the driver thread (see `try_hand_off`).
+                    } else if idle {
                         st = match self.lone_spin(core, core.flush(st, wakers)) {
                             Ok(done) => return done,
                             Err(st) => st,

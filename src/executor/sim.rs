@@ -217,8 +217,12 @@ impl SimCtx {
         }
     }
     /// Whether the core knows the GPU has nothing left to do (every submission seen complete).
+    /// Whether an await now must submit what is recorded at once (group commit): the GPU is
+    /// idle as far as the core knows, and, while the executor's loop runs, the group holds a
+    /// third of the group bound (a smaller one waits for the loop to run out of tasks).
     fn gpu_idle(&self) -> bool {
-        self.core.lock().known_idle()
+        let st = self.core.lock();
+        st.known_idle() && (!self.core.executor_running() || self.core.loop_group_ready(&st))
     }
     fn counter(&self) -> u64 {
         lock(&self.core.lock().backend.gpu).counter

@@ -1,0 +1,85 @@
+//! Copies of many small regions by one dispatch of the library's copy kernel (buffer device
+//! addresses), on a device driven as a discrete GPU so that uploads and read-backs are copies.
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+use vkasync::{Buffer, Device, Executor, Kernel, MemoryKind};
+
+fn staged(compute_copies: bool) -> (Device, Kernel) {
+    let device = Device::builder()
+        .validation(true)
+        .always_stage(true)
+        .compute_copies(compute_copies)
+        .build()
+        .expect("a Vulkan device with the validation layer (run the README's test command)");
+    let mix = Kernel::new(&device, &vkasync::kernels::MIX).unwrap();
+    (device, mix)
+}
+
+/// 64 jobs of upload, `mix`, read back: with compute copies on, each flush's uploads and
+/// read-backs go through the copy kernel; off, through `vkCmdCopyBuffer`; the results are the
+/// same and right.
+#[test]
+fn the_small_copies_of_many_jobs_go_through_one_dispatch_per_phase() {
+    let _w = Watchdog::new(Duration::from_secs(300));
+    for on in [true, false] {
+        let (device, mix) = staged(on);
+        assert_eq!(device.compute_copies(), on, "lavapipe offers buffer device addresses");
+        let exec = Executor::builder(&device).flush_policy(vkasync::FlushPolicy::WhenIdle).build().unwrap();
+        let n = 1024;
+        let handles: Vec<_> = (0..64u32).map(|t| exec.spawn(mix_task(exec.context(), mix.clone(), t, n, 3))).collect();
+        exec.run();
+        for (t, h) in handles.into_iter().enumerate() {
+            assert_eq!(h.join().unwrap().unwrap(), mix_expected(t as u32, n, 3), "task {t}");
+        }
+        let s = exec.stats();
+        if on {
+            // One submit: the uploads' phase and the read-backs' phase, one dispatch each.
+            assert_eq!(s.submits, 1, "{s:?}");
+            assert_eq!(s.copy_dispatches, 2, "{s:?}");
+        } else {
+            assert_eq!(s.copy_dispatches, 0, "{s:?}");
+        }
+        assert_eq!(s.dispatches, 64, "the copy kernel's dispatches are not counted as the jobs': {s:?}");
+        drop((exec, mix));
+        finish(device);
+    }
+}
+
+/// Regions the kernel does not take (sizes and offsets that are not multiples of 4 bytes,
+/// regions above its bound) keep `vkCmdCopyBuffer`, beside the ones it takes in the same phase.
+#[test]
+fn odd_and_large_regions_beside_small_ones_all_arrive() {
+    let _w = Watchdog::new(Duration::from_secs(300));
+    let (device, _mix) = staged(true);
+    let exec = Executor::builder(&device).flush_policy(vkasync::FlushPolicy::WhenIdle).build().unwrap();
+    let sizes: Vec<usize> = vec![4, 13, 64, 1023, 4096, 4097, 65_536, 65_537, 300_000, 8, 12, 3];
+    let mut handles = Vec::new();
+    for (i, &len) in sizes.iter().enumerate() {
+        let ctx = exec.context();
+        let device = device.clone();
+        handles.push(exec.spawn(async move {
+            let data: Vec<u8> = (0..len).map(|j| (j * 31 + i * 7) as u8).collect();
+            let buf = Buffer::<u8>::new(&device, len, MemoryKind::Device)?;
+            ctx.upload(&buf, &data)?;
+            // A copy into the middle of a second buffer, at an odd offset.
+            let other = Buffer::<u8>::new(&device, len + 5, MemoryKind::Device)?;
+            ctx.copy_region(&buf, 0, &other, 3, len)?;
+            let (a, b) = (ctx.read(&buf).await?, ctx.read(&other).await?);
+            Ok::<_, vkasync::Error>((data, a, b))
+        }));
+    }
+    exec.run();
+    for (i, h) in handles.into_iter().enumerate() {
+        let (data, a, b) = h.join().unwrap().unwrap();
+        assert_eq!(a, data, "buffer {i}");
+        assert_eq!(&b[3..3 + data.len()], &data[..], "copy {i}");
+        assert!(b[..3].iter().chain(&b[3 + data.len()..]).all(|&x| x == 0), "copy {i}: the rest reads as zeros");
+    }
+    let s = exec.stats();
+    assert!(s.copy_dispatches >= 1, "the small aligned regions went through the kernel: {s:?}");
+    drop(exec);
+    finish(device);
+}
