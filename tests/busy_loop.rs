@@ -32,12 +32,14 @@ fn group_commit_submits_when_the_gpu_goes_idle_while_the_loop_stays_busy() {
     let _w = Watchdog::new(std::time::Duration::from_secs(120));
     let (device, mix) = setup();
     let exec = Executor::new(&device).unwrap();
-    // A: a long kernel, submitted at once (the GPU is idle when it waits).
+    // A: a long kernel, submitted at once (`flush`: the loop may otherwise leave a lone small
+    // group to its next check, or hand it to the driver thread, and B's work would join it).
     let (ctx, m) = (exec.context(), mix.clone());
     let n = 1usize << 18;
     let a = exec.spawn(async move {
         let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
         ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 300]))?;
+        ctx.flush();
         ctx.synchronize().await
     });
     // B: a small job recorded while A runs, so it waits in the recording epoch.

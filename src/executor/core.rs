@@ -566,8 +566,8 @@ impl<B: Backend> QueueCore<B> {
     /// A running executor checks, every few tasks it runs, what its awaits check only when
     /// they register: whether submitted work that tasks wait for has completed (then they are
     /// woken), and, under group commit, whether the GPU ran out of work while tasks wait for
-    /// what is recorded (then that is submitted: by the driver thread if it is idle, else at
-    /// once; see [`QueueCore::loop_group_ready`] for the least it submits). Without this, a loop
+    /// what is recorded (then that is submitted, whatever its size: by the driver thread if it
+    /// is idle, else at once). Without this, a loop
     /// kept busy by ready tasks (reading results back, or never awaiting the GPU) would neither
     /// see completions nor submit the last group, and the GPU would idle until no task is
     /// ready. Returns whether it flushed or handed a flush over.
@@ -578,7 +578,7 @@ impl<B: Backend> QueueCore<B> {
             let may_flush = self.options.flush == FlushPolicy::GroupCommit
                 && st.flushing.is_none()
                 && !st.pending_waiters.is_empty()
-                && self.loop_group_ready(&st)
+                && st.backend.has_pending()
                 && st.fatal.is_none();
             // One counter read at most: `gpu_idle` reads it (and fires the waiters it shows
             // done) when a flush is in question; otherwise it is read for the waiters alone.
@@ -778,11 +778,12 @@ impl<B: Backend> QueueCore<B> {
         }
     }
 
-    /// Whether a running executor's loop may submit the recorded group itself when the GPU is
-    /// idle: once it holds a third of the group bound. A smaller group waits for more work, and
-    /// is submitted when the loop runs out of ready tasks ([`QueueCore::executor_idle`]) at the
-    /// latest: where the GPU finishes each group faster than the loop records the next, the
-    /// loop would otherwise submit every few commands and spend its time on submissions.
+    /// Whether an await on a running executor's loop submits the recorded group when the GPU
+    /// is idle: once it holds a third of the group bound. A smaller group waits for more work:
+    /// it goes out at the loop's next check (every few polls, [`QueueCore::executor_check`])
+    /// or when the loop runs out of ready tasks, whichever comes first. Where the GPU finishes
+    /// each group faster than the loop records the next, every await would otherwise find it
+    /// idle, and the loop would submit every few commands.
     pub(super) fn loop_group_ready(&self, st: &State<B>) -> bool {
         st.backend.pending_commands() >= (self.options.group_bound / 3).max(1)
     }

@@ -76,16 +76,21 @@
 //!   one submission the GPU is running, so that its encoding (and a coalesced kind's host
 //!   work) overlaps the GPU's, and the driver waits for the oldest submission in flight
 //!   before it submits the next group. Groups are as large as before (what gathers while the
-//!   GPU runs one submission); each waits for one more submission. An executor's loop judges
-//!   by an idle GPU: its groups are submitted by the loop itself or handed to its driver. A group is also submitted once it holds
-//!   [`ExecutorBuilder::max_group_ops`] commands (96 by default), in flight or not, so that the
-//!   GPU gets work in steps and little is left for the end of a run. On an executor whose loop
-//!   is running (and whose driver thread is not in a GPU wait), the task that fills a group
-//!   does not encode it: it hands it to the driver thread, which encodes and submits it (with
-//!   whatever was recorded by the time it starts) while the loop runs more tasks. Encoding is
-//!   a quarter of the loop's host time per job on the H200, so the two threads share it
-//!   (`Stats::handed_flushes` counts these flushes). A [`Queue`] has no loop: the recording
-//!   thread submits its group itself.
+//!   GPU runs one submission); each waits for one more submission. A group is also submitted
+//!   once it holds [`ExecutorBuilder::max_group_ops`] commands (96 by default), in flight or
+//!   not, so that the GPU gets work in steps and little is left for the end of a run.
+//!
+//!   An executor's loop judges by an idle GPU, and submits a group at an await only once the
+//!   group holds a third of the group bound; a smaller group waits for the loop's next check
+//!   (every 8 polls, below) or until the loop runs out of ready tasks. Where the GPU finishes each group faster
+//!   than the loop records the next (on the H200 once small copies became one dispatch, see
+//!   [`crate::DeviceBuilder::compute_copies`]), the loop would otherwise submit every few
+//!   jobs and spend its time on submissions. The loop does not encode its groups itself
+//!   while its driver thread is idle (not flushing, not in a GPU wait): it hands them to the
+//!   driver thread, which encodes and submits them (with whatever was recorded by the time it
+//!   starts) while the loop runs more tasks. Encoding is a quarter of the loop's host time per
+//!   job on the H200, so the two threads share it (`Stats::handed_flushes` counts these
+//!   flushes). A [`Queue`] has no loop: the recording thread submits its group itself.
 //! - *When idle* ([`FlushPolicy::WhenIdle`]): an executor submits only when no task can run:
 //!   the fewest submits (1,000 independent tasks: one). While no executor loop runs (a context
 //!   awaited elsewhere), the driver submits by group commit, so such a wait never hangs.
