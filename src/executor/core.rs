@@ -1257,8 +1257,11 @@ impl<B: Backend> SyncFuture<B> {
                     } else {
                         st.flushing.is_none() && st.in_flight.len() < core.options.depth
                     };
-                    if idle && core.executor_running() && core.try_hand_off(&mut st) {
-                        // The loop's group goes to the driver thread (see `try_hand_off`).
+                    // The loop's group goes to the driver thread (see `try_hand_off`), unless a
+                    // group handed over earlier is still waiting for it and a full group
+                    // gathered since: a driver slow to wake must not hold the GPU idle.
+                    let handed_and_full = st.hand_off && st.backend.pending_commands() >= core.options.group_bound;
+                    if idle && core.executor_running() && !handed_and_full && core.try_hand_off(&mut st) {
                     } else if idle {
                         st = match self.lone_spin(core, core.flush(st, wakers)) {
                             Ok(done) => return done,

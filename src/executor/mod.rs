@@ -88,7 +88,8 @@
 //!   jobs and spend its time on submissions. The loop does not encode its groups itself
 //!   while its driver thread is idle (not flushing, not in a GPU wait): it hands them to the
 //!   driver thread, which encodes and submits them (with whatever was recorded by the time it
-//!   starts) while the loop runs more tasks. Encoding is a quarter of the loop's host time per
+//!   starts) while the loop runs more tasks; only if a full group gathered while a handed
+//!   group still waits for the driver to wake does an await submit on the loop's thread. Encoding is a quarter of the loop's host time per
 //!   job on the H200, so the two threads share it (`Stats::handed_flushes` counts these
 //!   flushes). A [`Queue`] has no loop: the recording thread submits its group itself.
 //! - *When idle* ([`FlushPolicy::WhenIdle`]): an executor submits only when no task can run:
