@@ -34,7 +34,7 @@
 
 use crate::device::{Device, DeviceShared};
 use crate::error::{Error, Result};
-use crate::pool::{Chunk, Pool};
+use crate::pool::{Chunk, Pool, Stash, STASH_REFILL};
 use ash::vk;
 use bytemuck::Pod;
 use gpu_allocator::MemoryLocation;
@@ -149,7 +149,25 @@ impl RawBuffer {
             Some(c) => c,
             // (On exhausted memory the pool trims, which takes back stashed chunks first.)
             None => {
-                shared.pool.lock().unwrap_or_else(|p| p.into_inner()).alloc(shared, &shared.allocator, kind, class)?
+                let (chunk, more) = {
+                    let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
+                    let chunk = pool.alloc(shared, &shared.allocator, kind, class)?;
+                    // An empty shard takes a batch of small chunks for this thread's next
+                    // buffers under the same hold of the pool's lock.
+                    let more =
+                        if Stash::batches(class) { pool.take_free(kind, class, STASH_REFILL) } else { Vec::new() };
+                    (chunk, more)
+                };
+                if !more.is_empty() {
+                    let rest = shared.stash.refill(kind, more);
+                    if !rest.is_empty() {
+                        let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
+                        for (k, c) in rest {
+                            pool.free(k, c);
+                        }
+                    }
+                }
+                chunk
             }
         };
         shared.live_buffers.fetch_add(1, Ordering::Relaxed);
@@ -393,8 +411,12 @@ impl Drop for RawBuffer {
         let shared = &self.device.shared;
         shared.live_buffers.fetch_sub(1, Ordering::Relaxed);
         shared.live_bytes.fetch_sub(self.size, Ordering::Relaxed);
-        if let Some(chunk) = shared.stash.put(self.kind, self.chunk) {
-            shared.pool.lock().unwrap_or_else(|p| p.into_inner()).free(self.kind, chunk);
+        let spill = shared.stash.put(self.kind, self.chunk);
+        if !spill.is_empty() {
+            let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
+            for (kind, chunk) in spill {
+                pool.free(kind, chunk);
+            }
         }
     }
 }

@@ -19,7 +19,13 @@
 //! Freed chunks first go to a small per-thread stash ([`Stash`]) that the same thread's next
 //! buffers take from, so that threads making and dropping buffers at once do not all queue on
 //! the pool's lock; a trim (also the one an allocation makes when the device's memory is
-//! exhausted) gives the stashed chunks back to the pool first.
+//! exhausted) gives the stashed chunks back to the pool first. Chunks move between a shard and
+//! the pool in batches, under one hold of the pool's lock: a full shard gives 16 back, and an
+//! empty one takes up to 16 free chunks of a small class (at most 64 KiB). Threads that drop
+//! buffers are often not those that make them (a queue's finished submissions are retired on
+//! whichever thread reads the counter), so without batches most of them took the pool's lock
+//! for every buffer: 16 tokio workers running jobs of three buffers each spent a tenth of
+//! their time there on the H200 (`BENCHMARKS.md`, session 19).
 //!
 //! # Chunk alignment and robust buffer access
 //! A chunk's neighbours in its block are other buffers, maybe other tasks'. With
@@ -230,6 +236,17 @@ impl Pool {
         Ok(chunk)
     }
 
+    /// Up to `n` free chunks of `kind` and `class` that are already carved (no new block).
+    pub fn take_free(&mut self, kind: MemoryKind, class: u64, n: usize) -> Vec<Chunk> {
+        let Some(list) = self.free.get_mut(&(kind, class)) else { return Vec::new() };
+        let at = list.len().saturating_sub(n);
+        let taken: Vec<Chunk> = list.drain(at..).collect();
+        for c in &taken {
+            self.used[c.block] += 1;
+        }
+        taken
+    }
+
     pub fn free(&mut self, kind: MemoryKind, chunk: Chunk) {
         self.used[chunk.block] -= 1;
         self.free.entry((kind, chunk.class)).or_default().push(chunk);
@@ -276,6 +293,14 @@ impl Pool {
 const STASH_SHARDS: usize = 16;
 /// Free chunks one shard keeps at most (of any kinds and classes).
 const STASH_CAP: usize = 32;
+/// Chunks moved between a shard and the pool under one hold of the pool's lock: a shard that
+/// is full gives this many back, and an empty one takes up to this many of a small class.
+const STASH_BATCH: usize = 16;
+/// The largest class a shard takes in batches (bigger chunks are taken one at a time, so that
+/// no shard holds much memory that other threads cannot see).
+const STASH_BATCH_CLASS: u64 = 64 << 10;
+/// Chunks an empty shard takes besides the one asked for.
+pub(crate) const STASH_REFILL: usize = STASH_BATCH - 1;
 
 /// Small caches of free chunks in front of the pool's lock. Many threads that make and drop
 /// buffers at once (a `Queue` under tokio: three buffers per job) otherwise all queue on the one
@@ -311,14 +336,36 @@ impl Stash {
         Some(shard.swap_remove(i).1)
     }
 
-    /// Keeps a freed chunk in this thread's shard; gives it back when the shard is full.
-    pub fn put(&self, kind: MemoryKind, chunk: Chunk) -> Option<Chunk> {
+    /// Keeps a freed chunk in this thread's shard. When the shard is full, returns its oldest
+    /// [`STASH_BATCH`] chunks, for the caller to give back to the pool under one hold of its
+    /// lock (threads that free chunks are often not those that take them: a queue's
+    /// submissions are retired, and their buffers dropped, on whichever thread reads the
+    /// counter).
+    pub fn put(&self, kind: MemoryKind, chunk: Chunk) -> Vec<(MemoryKind, Chunk)> {
         let mut shard = self.shard();
-        if shard.len() >= STASH_CAP {
-            return Some(chunk);
-        }
+        let spill = if shard.len() >= STASH_CAP { shard.drain(..STASH_BATCH).collect() } else { Vec::new() };
         shard.push((kind, chunk));
-        None
+        spill
+    }
+
+    /// Whether an empty shard should take a batch of chunks of `class` from the pool.
+    pub fn batches(class: u64) -> bool {
+        class <= STASH_BATCH_CLASS
+    }
+
+    /// Adds chunks taken from the pool for this thread's next buffers (those that do not fit
+    /// are returned).
+    pub fn refill(&self, kind: MemoryKind, chunks: Vec<Chunk>) -> Vec<(MemoryKind, Chunk)> {
+        let mut shard = self.shard();
+        let mut rest = Vec::new();
+        for c in chunks {
+            if shard.len() < STASH_CAP {
+                shard.push((kind, c));
+            } else {
+                rest.push((kind, c));
+            }
+        }
+        rest
     }
 
     /// Returns every stashed chunk to `pool` (at the start of [`Pool::trim`]). Lock order: the
@@ -330,5 +377,54 @@ impl Stash {
                 pool.free(kind, chunk);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(block: usize, offset: u64) -> Chunk {
+        Chunk { buffer: vk::Buffer::null(), base_address: 0, offset, mapped: None, block, class: 256 }
+    }
+
+    #[test]
+    fn a_full_shard_gives_back_a_batch_and_an_empty_one_takes_a_batch() {
+        let stash = Stash::default();
+        for i in 0..STASH_CAP as u64 {
+            assert!(stash.put(MemoryKind::Device, chunk(0, i * 256)).is_empty());
+        }
+        // The shard is full: the next chunk stays, the oldest batch comes back for the pool.
+        let spill = stash.put(MemoryKind::Device, chunk(0, 99 * 256));
+        assert_eq!(spill.len(), STASH_BATCH);
+        assert_eq!(spill[0].1.offset, 0);
+        assert_eq!(stash.shard().len(), STASH_CAP - STASH_BATCH + 1);
+        // A refill keeps what fits and returns the rest.
+        let rest = stash.refill(MemoryKind::Device, (0..STASH_CAP as u64).map(|i| chunk(1, i * 256)).collect());
+        assert_eq!(rest.len(), STASH_BATCH + 1);
+        assert_eq!(stash.shard().len(), STASH_CAP);
+        // Taking finds the chunks of a kind and class.
+        assert!(stash.take(MemoryKind::Upload, 256).is_none());
+        assert!(stash.take(MemoryKind::Device, 256).is_some());
+        assert!(Stash::batches(4096) && !Stash::batches(1 << 20));
+    }
+
+    #[test]
+    fn taking_free_chunks_counts_them_as_used_by_their_block() {
+        let mut pool = Pool::default();
+        pool.used.push(0);
+        for i in 0..4 {
+            pool.free.entry((MemoryKind::Device, 256)).or_default().push(chunk(0, i * 256));
+        }
+        let taken = pool.take_free(MemoryKind::Device, 256, 3);
+        assert_eq!(taken.len(), 3);
+        assert_eq!(pool.used[0], 3);
+        assert_eq!(pool.take_free(MemoryKind::Device, 256, 3).len(), 1);
+        assert_eq!(pool.used[0], 4);
+        assert!(pool.take_free(MemoryKind::Upload, 256, 3).is_empty());
+        for c in taken {
+            pool.free(MemoryKind::Device, c);
+        }
+        assert_eq!(pool.used[0], 1);
     }
 }
