@@ -703,7 +703,10 @@ impl<B: Backend> QueueCore<B> {
                 if info.value <= st.completed {
                     // A counter read between the submit and now saw it complete: its waiters
                     // are done (a value under the completed one is never left to the driver,
-                    // see `SyncFuture::poll`).
+                    // see `SyncFuture::poll`). Its recording went in flight after that read:
+                    // it is retired first, so that what it held is released (after the lock,
+                    // before the wakes) before its waiters run, as on every other path.
+                    let _ = st.backend.completed();
                     for k in keys {
                         wakers.extend(st.waiters.fire(k, Ok(())));
                     }
