@@ -806,22 +806,31 @@ impl Recording {
                 match table {
                     Some((table, address)) => {
                         let raw = &ck.raw;
-                        let push = crate::copies::push_constants(address, kernel_regions.len() as u32);
-                        // SAFETY: the pipeline and layout are live (the device holds the
-                        // kernel); the table is live (held by this recording until its
-                        // submission completed) and lists only regions checked against their
-                        // buffers when recorded, which this phase writes disjointly and which
-                        // the ops hold alive (see `crate::copies`); the push block is the
-                        // kernel's 12 bytes.
-                        unsafe {
-                            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, raw.pipeline);
-                            d.cmd_push_constants(cmd, raw.layout, vk::ShaderStageFlags::COMPUTE, 0, &push);
-                            d.cmd_dispatch(cmd, kernel_regions.len() as u32, 1, 1);
+                        // SAFETY: the pipeline is live (the device holds the kernel).
+                        unsafe { d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, raw.pipeline) };
+                        // One workgroup per region: more regions than the device's workgroup
+                        // count allows go in several dispatches over parts of the table.
+                        let per = self.device.limits().max_compute_work_group_count[0].max(1) as usize;
+                        for first in (0..kernel_regions.len()).step_by(per) {
+                            let count = (kernel_regions.len() - first).min(per) as u32;
+                            let at = address + (first * crate::copies::ENTRY) as u64;
+                            let push = crate::copies::push_constants(at, count);
+                            // SAFETY: the layout is the kernel's; the table is live (held by
+                            // this recording until its submission completed) and lists only
+                            // regions checked against their buffers when recorded, which this
+                            // phase writes disjointly and which the ops hold alive (see
+                            // `crate::copies`); `at` and `count` stay inside the table; the
+                            // push block is the kernel's 12 bytes; `count` is within the
+                            // device's workgroup count.
+                            unsafe {
+                                d.cmd_push_constants(cmd, raw.layout, vk::ShaderStageFlags::COMPUTE, 0, &push);
+                                d.cmd_dispatch(cmd, count, 1, 1);
+                            }
+                            stats.copy_dispatches += 1;
                         }
                         bound = Some(raw.pipeline);
                         pushed = None;
                         self.held.push(table);
-                        stats.copy_dispatches += 1;
                         if let Some(sp) = &mut spans {
                             let bytes: u64 = kernel_regions.iter().map(|r| r.2).sum();
                             let owners = (0..copies.len())

@@ -12,7 +12,8 @@
 //! # How
 //! The encoder writes a table of the regions (source and destination device addresses, size)
 //! into a small host-visible buffer, which the recording holds until its submission completes,
-//! and dispatches the kernel with the table's address as its push constant. A region qualifies
+//! and dispatches the kernel with the table's address as its push constant (in several
+//! dispatches where a phase has more regions than the device's workgroup count allows). A region qualifies
 //! when both buffers have device addresses, its offsets and size are multiples of 4 bytes, and
 //! it is at most [`MAX_REGION`] bytes (larger ones keep `vkCmdCopyBuffer`, which moves them at
 //! full bandwidth); a phase uses the kernel when at least [`MIN_REGIONS`] regions qualify. If the
@@ -54,7 +55,7 @@ pub(crate) const MAX_REGION: u64 = 64 << 10;
 /// The fewest qualifying regions for which a phase uses the kernel.
 pub(crate) const MIN_REGIONS: usize = 2;
 /// Bytes per table entry (see the kernel).
-const ENTRY: usize = 32;
+pub(crate) const ENTRY: usize = 32;
 
 /// The copy kernel, made at its first use; `None` where buffer device addresses are off or it
 /// could not be made.

@@ -83,3 +83,50 @@ fn odd_and_large_regions_beside_small_ones_all_arrive() {
     drop(exec);
     finish(device);
 }
+
+/// More regions in one phase than the device's workgroup count allows go in several
+/// dispatches over parts of the table, and all arrive.
+#[test]
+fn more_regions_than_one_dispatch_can_take_go_in_several() {
+    let _w = Watchdog::new(Duration::from_secs(600));
+    let (device, _mix) = staged(true);
+    let per = device.limits().max_compute_work_group_count[0] as usize;
+    let n = per + 2;
+    let exec = Executor::builder(&device)
+        .flush_policy(vkasync::FlushPolicy::WhenIdle)
+        .max_pending_ops(usize::MAX)
+        .build()
+        .unwrap();
+    let data: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761)).collect();
+    let task = exec.spawn({
+        let (ctx, device, data) = (exec.context(), device.clone(), data.clone());
+        async move {
+            let src = Buffer::<u32>::new(&device, n, MemoryKind::Device)?;
+            ctx.upload(&src, &data)?;
+            ctx.synchronize().await?;
+            let dsts =
+                (0..n).map(|_| Buffer::<u32>::new(&device, 1, MemoryKind::Device)).collect::<Result<Vec<_>, _>>()?;
+            // One phase of n one-word copies into n buffers.
+            for (i, d) in dsts.iter().enumerate() {
+                ctx.copy_region(&src, i, d, 0, 1)?;
+            }
+            ctx.synchronize().await?;
+            let mut got = Vec::new();
+            for i in [0, 1, per - 1, per, per + 1] {
+                got.push((i, ctx.read(&dsts[i]).await?));
+            }
+            Ok::<_, vkasync::Error>(got)
+        }
+    });
+    exec.run();
+    let got = task.join().unwrap().unwrap();
+    for (i, v) in got {
+        assert_eq!(v, vec![data[i]], "buffer {i}");
+    }
+    let s = exec.stats();
+    // The upload and each read-back are flushes of one region (no kernel); the n copies need
+    // ceil(n / per) dispatches.
+    assert_eq!(s.copy_dispatches, n.div_ceil(per) as u64, "{s:?}");
+    drop(exec);
+    finish(device);
+}
