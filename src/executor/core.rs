@@ -706,7 +706,9 @@ impl<B: Backend> QueueCore<B> {
                     // see `SyncFuture::poll`). Its recording went in flight after that read:
                     // it is retired first, so that what it held is released (after the lock,
                     // before the wakes) before its waiters run, as on every other path.
-                    let _ = st.backend.completed();
+                    if let Ok(c) = st.backend.completed() {
+                        self.complete_upto(st, c, wakers);
+                    }
                     for k in keys {
                         wakers.extend(st.waiters.fire(k, Ok(())));
                     }
