@@ -36,7 +36,9 @@
 //! bounds-checked by robust buffer access and are not seen by the validation layer's
 //! synchronization checks; that is why only this kernel may use them: users' kernels that
 //! declare the capability are refused ([`crate::Error::UnsupportedCapability`]), as before.
-//! [`crate::DeviceBuilder::compute_copies`] (or `VKASYNC_COMPUTE_COPIES=0`) turns the path off.
+//! [`crate::DeviceBuilder::compute_copies`] (or `VKASYNC_COMPUTE_COPIES=0`) turns the path off;
+//! it is off by default under validation layers older than 1.3.275, which crashed inside
+//! their own code when several devices with device-address buffers recorded at once.
 
 use crate::buffer::{MemoryKind, RawBuffer};
 use crate::device::Device;

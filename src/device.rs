@@ -139,8 +139,9 @@ impl DeviceBuilder {
 
     /// Lets a flush copy many small regions with one dispatch of the library's copy kernel
     /// instead of `vkCmdCopyBuffer` (on by default where the device offers
-    /// `bufferDeviceAddress`; `VKASYNC_COMPUTE_COPIES=0` turns it off). See
-    /// [`Device::compute_copies`].
+    /// `bufferDeviceAddress`; `VKASYNC_COMPUTE_COPIES=0` turns it off, `1` on). The default is
+    /// off with a validation layer older than 1.3.275, which crashed inside its own code when
+    /// several such devices recorded at once in one process. See [`Device::compute_copies`].
     pub fn compute_copies(mut self, on: bool) -> Self {
         self.compute_copies = Some(on);
         self
@@ -166,9 +167,8 @@ impl DeviceBuilder {
             },
         };
         let robust = self.robust.unwrap_or_else(|| std::env::var("VKASYNC_ROBUST").map_or(true, |v| v.trim() != "0"));
-        let copies = self
-            .compute_copies
-            .unwrap_or_else(|| std::env::var("VKASYNC_COMPUTE_COPIES").map_or(true, |v| v.trim() != "0"));
+        let copies =
+            self.compute_copies.or_else(|| std::env::var("VKASYNC_COMPUTE_COPIES").ok().map(|v| v.trim() != "0"));
         Device::open(validation, &selector, self.loader.as_deref(), self.stage_always, robust, copies)
     }
 }
@@ -263,7 +263,7 @@ impl Device {
         loader: Option<&std::path::Path>,
         stage_always: bool,
         robust: bool,
-        compute_copies: bool,
+        compute_copies: Option<bool>,
     ) -> Result<Self> {
         let inst = instance::create_instance(validation, loader)?;
         let list = instance::enumerate(&inst.instance)?;
@@ -378,6 +378,12 @@ impl Device {
         // Buffer device addresses serve the library's own copy kernel only: the SPIR-V
         // capability check keeps them from users' kernels, which could otherwise reach any
         // memory of the device (see `copies`).
+        // Off by default under validation layers older than 1.3.275: such a layer (1.3.239 on
+        // Debian 12) crashed inside its own `vkCmdPipelineBarrier` when several devices with
+        // device-address buffers recorded at once in one process (`tests/zero_init.rs` with
+        // its tests in parallel: 3 crashes in 30 runs; none in 30 with copies off, none in 30
+        // with one test at a time). Asked for explicitly, it is on.
+        let compute_copies = compute_copies.unwrap_or(!inst.old_layer);
         let bda = compute_copies && supported12.buffer_device_address == vk::TRUE;
         let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
             .timeline_semaphore(true)

@@ -120,6 +120,8 @@ pub(crate) struct InstanceShared {
     pub debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     /// Kept alive for the messenger's callback; its pointer is the callback's user data.
     pub log: Arc<ValidationLog>,
+    /// The validation layer is on and older than 1.3.275 (see `create_instance`).
+    pub old_layer: bool,
 }
 
 /// Serialises creating and destroying instances and devices across the process. Vulkan allows
@@ -297,7 +299,8 @@ pub(crate) fn create_instance(validation: bool, loader: Option<&std::path::Path>
         vk::Result::ERROR_LAYER_NOT_PRESENT => Error::NoValidationLayer,
         e => map_oom("vkCreateInstance")(e),
     })?;
-    let mut shared = InstanceShared { entry, instance, debug: None, log };
+    let old_layer = validation && layer_version < vk::make_api_version(0, 1, 3, 275);
+    let mut shared = InstanceShared { entry, instance, debug: None, log, old_layer };
     if validation {
         let utils = ash::ext::debug_utils::Instance::new(&shared.entry, &shared.instance);
         // The chained copy above got a pNext when it was pushed into the instance info.
