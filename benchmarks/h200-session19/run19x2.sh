@@ -1,8 +1,8 @@
 #!/bin/bash
-# Session 19, run X2 (nvidia-h200-x2): one GPU against two through a QueueSet, with this
-# session's build (compute copies, pipeline depth 2; branch compute-copies) and main's build
-# of the session start (376c783), ROUNDS rounds (default 2) alternating the order; then a
-# perf profile and traces of the set.
+# Session 19, run X2 (nvidia-h200-x2; not run: the kind was not lent): one GPU against two
+# through a QueueSet, with main at the end of session 19 (.gpu/bench_tasks_cc3 and
+# .gpu/tls_pipeline_cc3, release builds) and at its start (376c783; *_main), ROUNDS rounds
+# (default 2) alternating the order; then a perf profile and a trace of the set.
 for f in .gl/*.deb; do dpkg -x $f / 2>/dev/null; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 P="env LD_LIBRARY_PATH=$PWD/.gpu/perf/lib $PWD/.gpu/perf/perf"
