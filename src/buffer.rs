@@ -34,7 +34,7 @@
 
 use crate::device::{Device, DeviceShared};
 use crate::error::{Error, Result};
-use crate::pool::{Chunk, Pool, Stash, STASH_REFILL};
+use crate::pool::{Chunk, Pool};
 use ash::vk;
 use bytemuck::Pod;
 use gpu_allocator::MemoryLocation;
@@ -100,9 +100,6 @@ pub(crate) struct RawBuffer {
     pub offset: u64,
     /// The pooled chunk this buffer is (see [`crate::pool`]).
     chunk: Chunk,
-    /// The device address of `buffer` at offset 0 (0 without buffer device addresses; see
-    /// [`crate::copies`]).
-    pub base_address: u64,
     /// Host pointer to the start of the range, when its memory is host-visible.
     mapped: Option<std::ptr::NonNull<u8>>,
     pub size: u64,
@@ -145,31 +142,8 @@ impl RawBuffer {
         let shared = &device.shared;
         shared.check_lost()?;
         let class = Pool::class_of(size, limit);
-        let chunk = match shared.stash.take(kind, class) {
-            Some(c) => c,
-            // (On exhausted memory the pool trims, which takes back stashed chunks first.)
-            None => {
-                let (chunk, more) = {
-                    let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
-                    let chunk = pool.alloc(shared, &shared.allocator, kind, class)?;
-                    // An empty shard takes a batch of small chunks for this thread's next
-                    // buffers under the same hold of the pool's lock.
-                    let more =
-                        if Stash::batches(class) { pool.take_free(kind, class, STASH_REFILL) } else { Vec::new() };
-                    (chunk, more)
-                };
-                if !more.is_empty() {
-                    let rest = shared.stash.refill(kind, more);
-                    if !rest.is_empty() {
-                        let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
-                        for (k, c) in rest {
-                            pool.free(k, c);
-                        }
-                    }
-                }
-                chunk
-            }
-        };
+        // (On exhausted memory the pool trims, which takes back stashed chunks first.)
+        let chunk = crate::pool::take(shared, kind, class)?;
         shared.live_buffers.fetch_add(1, Ordering::Relaxed);
         shared.live_bytes.fetch_add(size, Ordering::Relaxed);
         let clear_len = size.next_multiple_of(shared.clear_align);
@@ -178,7 +152,6 @@ impl RawBuffer {
             device: device.clone(),
             buffer: chunk.buffer,
             offset: chunk.offset,
-            base_address: chunk.base_address,
             chunk,
             mapped: chunk.mapped,
             size,
@@ -190,6 +163,12 @@ impl RawBuffer {
             init: AtomicU8::new(if zeroed { Init::Fresh } else { Init::Defined } as u8),
             clear_len,
         }))
+    }
+
+    /// The device address of `buffer` at offset 0 (0 without buffer device addresses; see
+    /// [`crate::copies`]).
+    pub(crate) fn base_address(&self) -> u64 {
+        self.chunk.base_address
     }
 
     /// The size of the pooled chunk the buffer occupies.
@@ -411,13 +390,7 @@ impl Drop for RawBuffer {
         let shared = &self.device.shared;
         shared.live_buffers.fetch_sub(1, Ordering::Relaxed);
         shared.live_bytes.fetch_sub(self.size, Ordering::Relaxed);
-        let spill = shared.stash.put(self.kind, self.chunk);
-        if !spill.is_empty() {
-            let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
-            for (kind, chunk) in spill {
-                pool.free(kind, chunk);
-            }
-        }
+        crate::pool::give_back(shared, self.kind, self.chunk);
     }
 }
 

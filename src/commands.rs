@@ -710,7 +710,7 @@ impl Recording {
                         let key = (src.buffer, dst.buffer);
                         let slot = *copy_index.entry(key).or_insert_with(|| {
                             copies.push((key, SmallVec::new()));
-                            copy_bases.push((src.base_address, dst.base_address));
+                            copy_bases.push((src.base_address(), dst.base_address()));
                             copies.len() - 1
                         });
                         copies[slot].1.extend_from_slice(regions);

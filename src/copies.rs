@@ -99,7 +99,7 @@ pub(crate) fn table(device: &Device, regions: &[Region]) -> Result<(Arc<RawBuffe
     let buf = RawBuffer::new(device, bytes.len() as u64, MemoryKind::Upload, false)?;
     // A new buffer: the GPU has never used it.
     buf.write_bytes(0, &bytes)?;
-    let address = buf.base_address + buf.offset;
+    let address = buf.base_address() + buf.offset;
     Ok((buf, address))
 }
 

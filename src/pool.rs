@@ -300,7 +300,42 @@ const STASH_BATCH: usize = 16;
 /// no shard holds much memory that other threads cannot see).
 const STASH_BATCH_CLASS: u64 = 64 << 10;
 /// Chunks an empty shard takes besides the one asked for.
-pub(crate) const STASH_REFILL: usize = STASH_BATCH - 1;
+const STASH_REFILL: usize = STASH_BATCH - 1;
+
+/// A chunk of `kind` and `class`: from this thread's stash, else from the pool, which then
+/// also refills the stash with a batch of small chunks under the same hold of its lock.
+pub(crate) fn take(shared: &DeviceShared, kind: MemoryKind, class: u64) -> Result<Chunk> {
+    if let Some(c) = shared.stash.take(kind, class) {
+        return Ok(c);
+    }
+    let (chunk, more) = {
+        let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
+        let chunk = pool.alloc(shared, &shared.allocator, kind, class)?;
+        let more = if Stash::batches(class) { pool.take_free(kind, class, STASH_REFILL) } else { Vec::new() };
+        (chunk, more)
+    };
+    if !more.is_empty() {
+        free_all(shared, shared.stash.refill(kind, more));
+    }
+    Ok(chunk)
+}
+
+/// Gives a freed chunk back: to this thread's stash, and a batch of it to the pool when it is
+/// full.
+pub(crate) fn give_back(shared: &DeviceShared, kind: MemoryKind, chunk: Chunk) {
+    free_all(shared, shared.stash.put(kind, chunk));
+}
+
+/// Returns `chunks` to the pool under one hold of its lock.
+fn free_all(shared: &DeviceShared, chunks: Vec<(MemoryKind, Chunk)>) {
+    if chunks.is_empty() {
+        return;
+    }
+    let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
+    for (kind, chunk) in chunks {
+        pool.free(kind, chunk);
+    }
+}
 
 /// Small caches of free chunks in front of the pool's lock. Many threads that make and drop
 /// buffers at once (a `Queue` under tokio: three buffers per job) otherwise all queue on the one

@@ -586,9 +586,7 @@ impl<B: Backend> QueueCore<B> {
                 self.gpu_idle(&mut st, &mut wakers)
             } else {
                 if st.submitted > st.completed && !st.by_value.is_empty() {
-                    if let Ok(c) = st.backend.completed() {
-                        self.complete_upto(&mut st, c, &mut wakers);
-                    }
+                    self.read_counter(&mut st, &mut wakers);
                 }
                 false
             };
@@ -706,9 +704,7 @@ impl<B: Backend> QueueCore<B> {
                     // see `SyncFuture::poll`). Its recording went in flight after that read:
                     // it is retired first, so that what it held is released (after the lock,
                     // before the wakes) before its waiters run, as on every other path.
-                    if let Ok(c) = st.backend.completed() {
-                        self.complete_upto(st, c, wakers);
-                    }
+                    self.read_counter(st, wakers);
                     for k in keys {
                         wakers.extend(st.waiters.fire(k, Ok(())));
                     }
@@ -747,37 +743,36 @@ impl<B: Backend> QueueCore<B> {
     /// Whether every submission of this queue has completed, reading the counter if the last
     /// value read does not tell. Waiters whose values the read shows reached are fired.
     fn gpu_idle(&self, st: &mut State<B>, wakers: &mut Vec<Waker>) -> bool {
+        self.room(st, 1, wakers)
+    }
+
+    /// Whether gathered work may be submitted now under group commit, while no executor loop
+    /// runs: fewer than the pipeline depth in flight (see [`crate::QueueBuilder::pipeline_depth`]).
+    fn gpu_room(&self, st: &mut State<B>, wakers: &mut Vec<Waker>) -> bool {
+        self.room(st, self.options.depth, wakers)
+    }
+
+    /// Whether no flush runs and fewer than `depth` submissions are in flight, reading the
+    /// counter (and firing what it shows done) if the last value read does not tell.
+    fn room(&self, st: &mut State<B>, depth: usize, wakers: &mut Vec<Waker>) -> bool {
         if st.flushing.is_some() {
             // A submission is on its way.
             return false;
         }
-        if st.submitted <= st.completed {
+        if st.in_flight.len() < depth {
             return true;
         }
-        match st.backend.completed() {
-            Ok(c) => {
-                self.complete_upto(st, c, wakers);
-                st.submitted <= st.completed
-            }
-            // The error reaches the waiters at the next wait.
-            Err(_) => false,
-        }
+        // An error reaches the waiters at the next wait.
+        self.read_counter(st, wakers) && st.in_flight.len() < depth
     }
 
-    /// Whether gathered work may be submitted now under group commit: no flush runs and fewer
-    /// than `depth` submissions are in flight (reading the counter if the last value read does
-    /// not tell). With a depth of 1 this is [`QueueCore::gpu_idle`].
-    fn gpu_room(&self, st: &mut State<B>, wakers: &mut Vec<Waker>) -> bool {
-        if st.flushing.is_some() {
-            return false;
-        }
-        if st.in_flight.len() < self.options.depth {
-            return true;
-        }
+    /// Reads the counter through the backend (which retires what it shows complete) and fires
+    /// every waiter at or below it. Returns whether the read succeeded.
+    fn read_counter(&self, st: &mut State<B>, wakers: &mut Vec<Waker>) -> bool {
         match st.backend.completed() {
             Ok(c) => {
                 self.complete_upto(st, c, wakers);
-                st.in_flight.len() < self.options.depth
+                true
             }
             Err(_) => false,
         }
