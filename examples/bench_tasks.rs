@@ -67,7 +67,8 @@ static ALLOC: Counting = Counting;
 /// timestamps per phase), `executor-traced-cmds`, the same with a timestamp per command, and
 /// `executor-timed`, with per-task GPU time only (these three only with `--modes`);
 /// `tokio-set`, the `tokio` mode over a `QueueSet` of `--gpus N` devices (all GPUs listed, or
-/// N logical devices of the one GPU where fewer are listed) on `--set-workers W` workers
+/// N logical devices of the one GPU where fewer are listed; `--lanes L`, default 1, opens L
+/// logical devices with a queue each on every one of them) on `--set-workers W` workers
 /// (default 16; `--set-group-ops N` builds its queues with `max_group_ops(N)`), and `tokio-w32` (only with `--modes`); `tokio-ungrouped`, the `tokio` mode
 /// through a `Queue` without a group bound (`max_group_ops(usize::MAX)`, the default before
 /// session 16, only with `--modes`); `executor-ungrouped`, the executor
@@ -489,7 +490,7 @@ impl Rig {
         device: Device,
         eager_ops: usize,
         modes: &[String],
-        (gpus, set_workers, set_group_ops): (usize, usize, Option<usize>),
+        (gpus, lanes, set_workers, set_group_ops): (usize, usize, usize, Option<usize>),
     ) -> Result<Rig, Error> {
         let mix = Kernel::new(&device, &kernels::MIX)?;
         let runtimes = [
@@ -508,11 +509,15 @@ impl Rig {
         let set = match modes.iter().any(|m| m == "tokio-set") {
             true => {
                 let listed = vkasync::adapters()?.len();
-                let mut devices = vec![device.clone()];
-                for i in 1..gpus.max(1) {
-                    devices.push(match listed >= gpus {
-                        true => Device::builder().selector(vkasync::DeviceSelector::Index(i)).build()?,
-                        false => Device::new()?,
+                // `lanes` logical devices (one queue each) per GPU, GPU by GPU.
+                let mut devices = Vec::new();
+                for i in 0..gpus.max(1) * lanes.max(1) {
+                    devices.push(match (i, listed >= gpus) {
+                        (0, _) => device.clone(),
+                        (_, true) => {
+                            Device::builder().selector(vkasync::DeviceSelector::Index(i / lanes.max(1))).build()?
+                        }
+                        (_, false) => Device::new()?,
                     });
                 }
                 let set = match set_group_ops {
@@ -686,9 +691,10 @@ fn main() -> Result<(), Error> {
         device.robust_access()
     );
     let gpus: usize = arg(&args, "--gpus").and_then(|s| s.parse().ok()).unwrap_or(2);
+    let lanes: usize = arg(&args, "--lanes").and_then(|s| s.parse().ok()).unwrap_or(1);
     let set_workers: usize = arg(&args, "--set-workers").and_then(|s| s.parse().ok()).unwrap_or(16);
     let set_group_ops: Option<usize> = arg(&args, "--set-group-ops").and_then(|s| s.parse().ok());
-    let mut rigs = vec![Rig::new(device, eager_ops, &modes, (gpus, set_workers, set_group_ops))?];
+    let mut rigs = vec![Rig::new(device, eager_ops, &modes, (gpus, lanes, set_workers, set_group_ops))?];
     let mut variants = vec![Variant { suffix: "", rig: 0, zeroed }];
     match arg(&args, "--ab").as_deref() {
         None => {}
@@ -696,7 +702,7 @@ fn main() -> Result<(), Error> {
         Some("robust") => {
             let off = open(Some(false))?;
             eprintln!("second device: robust access {:?}", off.robust_access());
-            rigs.push(Rig::new(off, eager_ops, &modes, (gpus, set_workers, set_group_ops))?);
+            rigs.push(Rig::new(off, eager_ops, &modes, (gpus, lanes, set_workers, set_group_ops))?);
             variants.push(Variant { suffix: "+norobust", rig: 1, zeroed });
         }
         Some(other) => {

@@ -19,7 +19,8 @@
 //! - `cpu-1`: RustCrypto on one host core; `cpu-all`: RustCrypto on every host core;
 //! - `coalesced-tokio-set` (only with `--modes`): `coalesced-tokio` over a [`QueueSet`] of
 //!   `--gpus N` devices (default 2: every GPU listed, or logical devices of the one GPU where
-//!   fewer are listed), each connection on the least-loaded device.
+//!   fewer are listed), each connection on the least-loaded device; `--lanes L` (default 1)
+//!   opens L logical devices, each with its own queue, on each of those GPUs.
 //!
 //! It prints a table (records/s, GB/s of plaintext, p50/p99 record latency, submits,
 //! dispatches, host waits per run), the stats line of the last coalesced run, and with
@@ -30,7 +31,7 @@
 //!
 //! `cargo run --release --example tls_pipeline -- [--connections C] [--records R]
 //! [--record-size S] [--reps N] [--modes a,b,..] [--flush group|idle] [--workers W] [--gpus N]
-//! [--csv FILE]`
+//! [--lanes L] [--csv FILE]`
 
 use aes::cipher::{KeyIvInit, StreamCipher};
 use hmac::Mac;
@@ -424,12 +425,15 @@ fn main() -> Result<(), Error> {
     let set = match modes.iter().any(|m| m == "coalesced-tokio-set") {
         true => {
             let gpus = num(&args, "--gpus", 2).max(1);
+            let lanes = num(&args, "--lanes", 1).max(1);
             let listed = vkasync::adapters()?.len();
-            let mut devices = vec![device.clone()];
-            for i in 1..gpus {
-                devices.push(match listed >= gpus {
-                    true => Device::builder().selector(vkasync::DeviceSelector::Index(i)).build()?,
-                    false => Device::new()?,
+            // `lanes` logical devices (one queue each) per GPU, GPU by GPU.
+            let mut devices = Vec::new();
+            for i in 0..gpus * lanes {
+                devices.push(match (i, listed >= gpus) {
+                    (0, _) => device.clone(),
+                    (_, true) => Device::builder().selector(vkasync::DeviceSelector::Index(i / lanes)).build()?,
+                    (_, false) => Device::new()?,
                 });
             }
             println!(
