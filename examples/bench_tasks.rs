@@ -120,11 +120,13 @@ fn expected(tasks: usize, n: usize, k: u32) -> Vec<Vec<u32>> {
     let chunk = tasks.div_ceil(threads).max(1);
     std::thread::scope(|s| {
         for (c, part) in out.chunks_mut(chunk).enumerate() {
-            s.spawn(move || {
+            // Named, so that a profile of a run can leave these threads' samples out.
+            let spawned = std::thread::Builder::new().name("expected".into()).spawn_scoped(s, move || {
                 for (j, slot) in part.iter_mut().enumerate() {
                     *slot = input(c * chunk + j, n).into_iter().map(|x| mix_cpu(x, k)).collect();
                 }
             });
+            spawned.expect("a thread to compute expected results");
         }
     });
     out
