@@ -4,11 +4,14 @@
 
 use vkasync::{kernels, Buffer, Ctx, Device, Error, Kernel, MemoryKind};
 
+mod crash;
+
 /// Opens the device with validation on. Honours `VKASYNC_DEVICE`. With
 /// `VKASYNC_TEST_ALWAYS_STAGE=1` the device is driven as a discrete GPU (staging copies for every
 /// upload and read-back, through the copy kernel), so that path is tested on lavapipe too.
 pub fn device() -> Device {
     let _ = env_logger::builder().is_test(true).try_init();
+    crash::install();
     let staged = std::env::var("VKASYNC_TEST_ALWAYS_STAGE").is_ok_and(|v| v == "1");
     let mut builder = Device::builder().validation(true).always_stage(staged);
     if staged {
