@@ -191,6 +191,14 @@ impl Crypto {
         data: &[u8],
         mac_first: bool,
     ) -> Result<Staged> {
+        let (item, staged) = self.stage_item(keys, seq, data, mac_first)?;
+        rec.batch(&self.batch, item)?;
+        Ok(staged)
+    }
+
+    /// Stages `data` (nonce first) in a batch item, not yet recorded: its AES-CTR and HMAC in
+    /// the order `mac_first` says.
+    fn stage_item(&self, keys: &RecordKeys, seq: u64, data: &[u8], mac_first: bool) -> Result<(Item, Staged)> {
         let len = data.len() as u64;
         let tag_at = 16 + len.next_multiple_of(16);
         let slot = self.batch.arena.reserve(tag_at + 32)?;
@@ -207,8 +215,22 @@ impl Crypto {
         }
         item.aes.push(AesPart { at: 16, len, key: keys.aes.clone(), counter: nonce });
         let ticket = item.ticket();
-        rec.batch(&self.batch, item)?;
-        Ok(Staged { ticket, len: data.len(), tag_at })
+        Ok((item, Staged { ticket, len: data.len(), tag_at }))
+    }
+
+    /// Stages a record, adds it to the batch and waits for its flush, taking the queue's lock
+    /// once for both ([`crate::Ctx::batch_and_settle`]).
+    async fn run_record(
+        &self,
+        ctx: &crate::Ctx,
+        keys: &RecordKeys,
+        seq: u64,
+        data: &[u8],
+        mac_first: bool,
+    ) -> Result<Staged> {
+        let (item, staged) = self.stage_item(keys, seq, data, mac_first)?;
+        ctx.batch_and_settle(&self.batch, item, || staged.ticket.settled()).await?;
+        Ok(staged)
     }
 
     /// Stages record `seq` of a connection for sealing (see [`RecordKeys`] for the format); its AES
@@ -255,9 +277,7 @@ impl Crypto {
     /// # Ok::<(), vkasync::Error>(())
     /// ```
     pub async fn seal(&self, ctx: &crate::Ctx, keys: &RecordKeys, seq: u64, plaintext: &[u8]) -> Result<SealedRecord> {
-        let pending = self.prepare_seal(&mut ctx.clone(), keys, seq, plaintext)?;
-        super::settle(ctx, || pending.0.ticket.settled()).await?;
-        pending.finish()
+        PendingSeal(self.run_record(ctx, keys, seq, plaintext, false).await?).finish()
     }
 
     /// Seals record `seq` in place: `buf` holds the plaintext and receives the ciphertext; the
@@ -269,9 +289,7 @@ impl Crypto {
         seq: u64,
         buf: &mut [u8],
     ) -> Result<[u8; 32]> {
-        let pending = self.prepare_seal(&mut ctx.clone(), keys, seq, buf)?;
-        super::settle(ctx, || pending.0.ticket.settled()).await?;
-        pending.finish_into(buf)
+        PendingSeal(self.run_record(ctx, keys, seq, buf, false).await?).finish_into(buf)
     }
 
     /// Opens record `seq`: the plaintext if `tag` matches, else [`Error::AuthenticationFailed`].
@@ -283,9 +301,8 @@ impl Crypto {
         ciphertext: &[u8],
         tag: &[u8; 32],
     ) -> Result<Vec<u8>> {
-        let pending = self.prepare_open(&mut ctx.clone(), keys, seq, ciphertext, tag)?;
-        super::settle(ctx, || pending.staged.ticket.settled()).await?;
-        pending.finish()
+        let staged = self.run_record(ctx, keys, seq, ciphertext, true).await?;
+        PendingOpen { staged, tag: *tag }.finish()
     }
 
     /// Opens record `seq` in place: on success `buf` holds the plaintext; on
@@ -298,8 +315,7 @@ impl Crypto {
         buf: &mut [u8],
         tag: &[u8; 32],
     ) -> Result<()> {
-        let pending = self.prepare_open(&mut ctx.clone(), keys, seq, buf, tag)?;
-        super::settle(ctx, || pending.staged.ticket.settled()).await?;
-        pending.finish_into(buf)
+        let staged = self.run_record(ctx, keys, seq, buf, true).await?;
+        PendingOpen { staged, tag: *tag }.finish_into(buf)
     }
 }

@@ -238,6 +238,46 @@ impl Ctx {
         rb.expect("recorded before the wait ended").into_vec()
     }
 
+    /// Adds `item` to the coalesced work of `kind` (as [`Ctx::batch`]) and waits for the flush
+    /// that carries it, under one hold of the queue's lock for both (as [`Ctx::read`]): with
+    /// many threads sealing records through one queue, that lock is what bounds them. Resolves
+    /// early, without the GPU, once `settled()` says the item needs no GPU wait (it ran on the
+    /// host, or its batch failed).
+    pub(crate) async fn batch_and_settle<K: crate::batch::BatchKind>(
+        &self,
+        kind: &Arc<K>,
+        item: K::Item,
+        settled: impl Fn() -> bool,
+    ) -> Result<()> {
+        let mut item = Some(item);
+        let ctx = if self.shared.trace.is_some() { self.state.clock().id } else { 0 };
+        let mut wait: Option<SyncFuture<VulkanBackend>> = None;
+        std::future::poll_fn(|cx| {
+            let poll = match &mut wait {
+                Some(w) => Pin::new(w).poll(cx),
+                None => {
+                    let item = item.take().expect("the first poll records");
+                    let ((), w, poll) = self.shared.record_and_wait(
+                        &self.state,
+                        ctx,
+                        |b| {
+                            b.pending.push_batch(kind, item);
+                            Ok(())
+                        },
+                        cx,
+                    )?;
+                    wait = Some(w);
+                    poll
+                }
+            };
+            match poll {
+                Poll::Pending if settled() => Poll::Ready(Ok(())),
+                other => other,
+            }
+        })
+        .await
+    }
+
     /// Submits everything recorded so far by all tasks now, without waiting.
     pub fn flush(&self) {
         self.shared.flush_now();
