@@ -239,16 +239,31 @@ impl Ctx {
     }
 
     /// Adds `item` to the coalesced work of `kind` (as [`Ctx::batch`]) and waits for the flush
-    /// that carries it, under one hold of the queue's lock for both (as [`Ctx::read`]): with
-    /// many threads sealing records through one queue, that lock is what bounds them. Resolves
-    /// early, without the GPU, once `settled()` says the item needs no GPU wait (it ran on the
-    /// host, or its batch failed).
+    /// that carries it. Resolves early, without the GPU, once `settled()` says the item needs
+    /// no GPU wait (it ran on the host, or its batch failed).
+    ///
+    /// On a [`crate::Queue`]'s context both happen under one hold of the queue's lock (as in
+    /// [`Ctx::read`]): with many threads sealing records through one queue that lock is what
+    /// bounds them, and one hold instead of two ran 1.30–1.43× as many 1 KiB records per second
+    /// from 16 tokio workers on the H200 (`BENCHMARKS.md`, session 20). An executor's context
+    /// keeps the two steps: its one thread meets no contention there, so there is nothing to
+    /// gain (measured with one hold, the executor moved 0.88–0.96×, about as much as between
+    /// two builds with the same executor code: 0.80–1.13×).
     pub(crate) async fn batch_and_settle<K: crate::batch::BatchKind>(
         &self,
         kind: &Arc<K>,
         item: K::Item,
         settled: impl Fn() -> bool,
     ) -> Result<()> {
+        if self.keep.is_none() {
+            self.batch(kind, item)?;
+            let mut sync = self.synchronize();
+            return std::future::poll_fn(|cx| match Pin::new(&mut sync).poll(cx) {
+                Poll::Pending if settled() => Poll::Ready(Ok(())),
+                other => other,
+            })
+            .await;
+        }
         let mut item = Some(item);
         let ctx = if self.shared.trace.is_some() { self.state.clock().id } else { 0 };
         let mut wait: Option<SyncFuture<VulkanBackend>> = None;
