@@ -134,41 +134,53 @@ fn seal_and_open_match_rustcrypto_and_share_dispatches() {
 fn open_rejects_a_wrong_tag_sequence_or_key_and_releases_no_plaintext() {
     let device = device();
     let crypto = Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
+    // On an executor's context (a record and its wait take the lock in two steps) and on a
+    // queue's (one hold for both).
     let exec = Executor::new(&device).unwrap();
     let ctx = exec.context();
+    let c = crypto.clone();
+    exec.block_on(async move { reject_cases(&c, &ctx).await });
+    drop(exec);
+    let queue = Queue::new(&device).unwrap();
+    let ctx = queue.context();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    let c = crypto.clone();
+    rt.block_on(async move { tokio::spawn(async move { reject_cases(&c, &ctx).await }).await.unwrap() });
+    drop((rt, queue));
+    assert!(matches!(RecordKeys::new(&[0; 24], b"k", [0; 4]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(RecordKeys::new(&[0; 0], b"k", [0; 4]), Err(Error::InvalidArgument(_))));
+    drop(crypto);
+    finish(device);
+}
+
+/// Wrong tags, sequence numbers, keys and ciphertexts are each `AuthenticationFailed`, with
+/// no plaintext released; the right ones open; in-place sealing matches the CPU.
+async fn reject_cases(crypto: &Crypto, ctx: &vkasync::Ctx) {
     let keys = RecordKeys::new(&[3; 32], b"mac key", [1, 2, 3, 4]).unwrap();
     let other = RecordKeys::new(&[3; 32], b"another mac key", [1, 2, 3, 4]).unwrap();
     let plain = b"the plaintext that must not leak".to_vec();
-    let c = crypto.clone();
-    exec.block_on(async move {
-        let crypto = c;
-        let sealed = crypto.seal(&ctx, &keys, 5, &plain).await.unwrap();
-        let mut bad_tag = sealed.tag;
-        bad_tag[31] ^= 1;
-        let mut flipped = sealed.ciphertext.clone();
-        flipped[0] ^= 0x80;
-        let cases: [(&RecordKeys, u64, &[u8], [u8; 32]); 4] = [
-            (&keys, 5, &sealed.ciphertext, bad_tag),
-            (&keys, 6, &sealed.ciphertext, sealed.tag),
-            (&other, 5, &sealed.ciphertext, sealed.tag),
-            (&keys, 5, &flipped, sealed.tag),
-        ];
-        for (k, seq, ct, tag) in cases {
-            assert_eq!(crypto.open(&ctx, k, seq, ct, &tag).await, Err(Error::AuthenticationFailed));
-            let mut buf = ct.to_vec();
-            assert_eq!(crypto.open_in_place(&ctx, k, seq, &mut buf, &tag).await, Err(Error::AuthenticationFailed));
-            assert_eq!(buf, ct, "the buffer still holds the ciphertext");
-        }
-        assert_eq!(crypto.open(&ctx, &keys, 5, &sealed.ciphertext, &sealed.tag).await.unwrap(), plain);
-        // In-place sealing: one buffer in, ciphertext out.
-        let mut buf = plain.clone();
-        let tag = crypto.seal_in_place(&ctx, &keys, 9, &mut buf).await.unwrap();
-        assert_eq!((buf, tag), cpu_seal(&[3; 32], b"mac key", [1, 2, 3, 4], 9, &plain));
-    });
-    assert!(matches!(RecordKeys::new(&[0; 24], b"k", [0; 4]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(RecordKeys::new(&[0; 0], b"k", [0; 4]), Err(Error::InvalidArgument(_))));
-    drop((exec, crypto));
-    finish(device);
+    let sealed = crypto.seal(ctx, &keys, 5, &plain).await.unwrap();
+    let mut bad_tag = sealed.tag;
+    bad_tag[31] ^= 1;
+    let mut flipped = sealed.ciphertext.clone();
+    flipped[0] ^= 0x80;
+    let cases: [(&RecordKeys, u64, &[u8], [u8; 32]); 4] = [
+        (&keys, 5, &sealed.ciphertext, bad_tag),
+        (&keys, 6, &sealed.ciphertext, sealed.tag),
+        (&other, 5, &sealed.ciphertext, sealed.tag),
+        (&keys, 5, &flipped, sealed.tag),
+    ];
+    for (k, seq, ct, tag) in cases {
+        assert_eq!(crypto.open(ctx, k, seq, ct, &tag).await, Err(Error::AuthenticationFailed));
+        let mut buf = ct.to_vec();
+        assert_eq!(crypto.open_in_place(ctx, k, seq, &mut buf, &tag).await, Err(Error::AuthenticationFailed));
+        assert_eq!(buf, ct, "the buffer still holds the ciphertext");
+    }
+    assert_eq!(crypto.open(ctx, &keys, 5, &sealed.ciphertext, &sealed.tag).await.unwrap(), plain);
+    // In-place sealing: one buffer in, ciphertext out.
+    let mut buf = plain.clone();
+    let tag = crypto.seal_in_place(ctx, &keys, 9, &mut buf).await.unwrap();
+    assert_eq!((buf, tag), cpu_seal(&[3; 32], b"mac key", [1, 2, 3, 4], 9, &plain));
 }
 
 #[test]
