@@ -1,6 +1,6 @@
 #!/bin/bash
 # Session 20, run X2 (nvidia-h200-x2): one GPU against two, on one host, one build
-# (.gpu/bench_tasks_s20, .gpu/tls_pipeline_s20). One GPU: one queue under tokio (16 and 32
+# (.gpu/bench_tasks_s20, .gpu/tls_pipeline_s20: release builds of main at the end of session 20). One GPU: one queue under tokio (16 and 32
 # workers) and a set of L logical devices (queues) of GPU 0; two GPUs: a set of L per GPU.
 # Two rounds; then a trace of the two-GPU set.
 for f in .gl/*.deb; do dpkg -x $f / 2>/dev/null; done; ldconfig
