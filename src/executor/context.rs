@@ -255,18 +255,14 @@ impl Ctx {
         item: K::Item,
         settled: impl Fn() -> bool,
     ) -> Result<()> {
-        if self.keep.is_none() {
-            self.batch(kind, item)?;
-            let mut sync = self.synchronize();
-            return std::future::poll_fn(|cx| match Pin::new(&mut sync).poll(cx) {
-                Poll::Pending if settled() => Poll::Ready(Ok(())),
-                other => other,
-            })
-            .await;
-        }
         let mut item = Some(item);
-        let ctx = if self.shared.trace.is_some() { self.state.clock().id } else { 0 };
         let mut wait: Option<SyncFuture<VulkanBackend>> = None;
+        if self.keep.is_none() {
+            // An executor's context: record now, and wait from the first poll on.
+            self.batch(kind, item.take().expect("not taken yet"))?;
+            wait = Some(self.synchronize().inner);
+        }
+        let ctx = if self.shared.trace.is_some() { self.state.clock().id } else { 0 };
         std::future::poll_fn(|cx| {
             let poll = match &mut wait {
                 Some(w) => Pin::new(w).poll(cx),
