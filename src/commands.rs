@@ -320,11 +320,17 @@ impl Recording {
         self.submitted = true;
     }
 
-    /// The context that recorded op `i`, when timing.
-    fn owner(&self, i: usize) -> Option<&Arc<crate::trace::TaskClock>> {
-        let i = i as u32;
-        let at = self.owners.partition_point(|o| o.0 <= i);
-        self.owners[..at].last().filter(|o| i < o.1).map(|o| &o.2)
+    /// With GPU spans: for each op, the index in `owners` of the context that recorded it
+    /// (`u32::MAX`: none).
+    fn op_owners(&self) -> Vec<u32> {
+        let mut by_op = vec![u32::MAX; self.ops.len()];
+        for (k, &(start, end, _)) in self.owners.iter().enumerate() {
+            let end = (end as usize).min(by_op.len());
+            if let Some(range) = by_op.get_mut(start as usize..end) {
+                range.fill(k as u32);
+            }
+        }
+        by_op
     }
 
     fn check_same_device(&self, b: &RawBuffer) -> Result<()> {
@@ -620,6 +626,8 @@ impl Recording {
         let mut order: Vec<usize> = (0..self.ops.len()).collect();
         order.sort_by_key(|&i| phases[i]);
         let mut spans = self.spans.take();
+        let by_op = if spans.is_some() { self.op_owners() } else { Vec::new() };
+        let owner = |i: usize| by_op.get(i).copied().filter(|&o| o != u32::MAX);
         if let Some(sp) = &mut spans {
             sp.start(cmd);
         }
@@ -665,10 +673,7 @@ impl Recording {
             }
             flush(run);
             if let Some(sp) = &mut spans {
-                sp.command(
-                    cmd,
-                    crate::trace::GpuCommand { what: crate::trace::Command::Clear, owners: SmallVec::new() },
-                );
+                sp.command(cmd, crate::trace::Command::Clear, 0.0, None);
                 sp.end_group(cmd);
             }
             if !self.ops.is_empty() {
@@ -771,9 +776,13 @@ impl Recording {
                         }
                         stats.dispatches += 1;
                         if let Some(sp) = &mut spans {
-                            let owners = self.owner(i).map(|o| (o.clone(), 1)).into_iter().collect();
-                            let what = crate::trace::Command::Dispatch(kernel.clone(), *groups);
-                            sp.command(cmd, crate::trace::GpuCommand { what, owners });
+                            let weight = crate::trace::dispatch_weight(kernel, *groups);
+                            sp.command(
+                                cmd,
+                                crate::trace::Command::Dispatch(i as u32),
+                                weight,
+                                owner(i).map(|o| (o, 1)),
+                            );
                         }
                     }
                     Op::Timestamp { pool, index } => {
@@ -836,10 +845,9 @@ impl Recording {
                             let owners = (0..copies.len())
                                 .filter(|&slot| by_kernel[slot])
                                 .flat_map(|slot| copy_ops.get(slot).map_or(&[][..], |o| &o[..]))
-                                .filter_map(|&(i, b)| self.owner(i).map(|o| (o.clone(), b)))
-                                .collect();
+                                .filter_map(|&(i, b)| owner(i).map(|o| (o, b)));
                             let what = crate::trace::Command::Copy(bytes, kernel_regions.len() as u32);
-                            sp.command(cmd, crate::trace::GpuCommand { what, owners });
+                            sp.command(cmd, what, crate::trace::copy_weight(bytes), owners);
                         }
                     }
                     None => by_kernel.clear(),
@@ -865,9 +873,9 @@ impl Recording {
                 if let Some(sp) = &mut spans {
                     let ops = copy_ops.get(slot).map_or(&[][..], |o| &o[..]);
                     let bytes: u64 = regions.iter().map(|r| r.size).sum();
-                    let owners = ops.iter().filter_map(|&(i, b)| self.owner(i).map(|o| (o.clone(), b))).collect();
+                    let owners = ops.iter().filter_map(|&(i, b)| owner(i).map(|o| (o, b)));
                     let what = crate::trace::Command::Copy(bytes, regions.len() as u32);
-                    sp.command(cmd, crate::trace::GpuCommand { what, owners });
+                    sp.command(cmd, what, crate::trace::copy_weight(bytes), owners);
                 }
             }
             if let Some(sp) = &mut spans {
@@ -1213,4 +1221,17 @@ fn check_binding_size(kernel: &RawKernel, info: &BindingInfo, size: u64, limits:
         )));
     }
     Ok(())
+}
+
+impl crate::trace::SpanSource for Recording {
+    fn owners(&self) -> &[(u32, u32, Arc<crate::trace::TaskClock>)] {
+        &self.owners
+    }
+
+    fn kernel(&self, op: u32) -> Option<&Arc<RawKernel>> {
+        match self.ops.get(op as usize) {
+            Some(Op::Dispatch { kernel, .. }) => Some(kernel),
+            _ => None,
+        }
+    }
 }

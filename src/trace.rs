@@ -74,7 +74,7 @@ use ash::vk;
 use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -196,8 +196,8 @@ struct Event {
 }
 
 /// What a host event is: its name, category, phase and argument names. Host events are
-/// stored as bytes (the kind, then varints: start, duration, for async spans an id, then the
-/// arguments), about a dozen bytes each, so that a traced run touches little new memory.
+/// stored as bytes (the kind, then 8-byte words: start, duration, for async spans an id, then
+/// the arguments), 17 to 49 bytes each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub(crate) enum HostKind {
@@ -293,86 +293,134 @@ fn invariant_tsc() -> bool {
     })
 }
 
-/// One host thread's events, as bytes in fixed-size chunks (growing never moves them).
-struct HostBuf {
+/// One host thread's events for one sink, as bytes in chunks of [`ThreadLog::CHUNK`].
+///
+/// Only its own thread writes it, and without a lock (this runs for every traced poll): the
+/// event's bytes go past the published length `len`, which is then raised with release
+/// ordering. The sink's writer reads the full chunks and the current one up to `len`
+/// (acquire) under the lock of `full`, which the owner takes only to start a new chunk. So
+/// the owner never writes a byte that a reader may read, and the current chunk is replaced
+/// only while no reader looks at it.
+struct ThreadLog {
     tid: u32,
     name: String,
-    chunks: Vec<Vec<u8>>,
+    /// Full chunks (each cut to its length). Its lock also guards replacing `cur`.
+    full: Mutex<Vec<Vec<u8>>>,
+    /// The chunk being written: `CHUNK` bytes from `Box::into_raw`, owned by this log.
+    cur: AtomicPtr<u8>,
+    /// How many bytes of `cur` hold events.
+    len: AtomicUsize,
 }
 
-impl HostBuf {
+impl ThreadLog {
     const CHUNK: usize = 1 << 16;
 
-    /// Stores an event; `ticked`: its times are in [`ticks`], else in nanoseconds. The bytes
-    /// are assembled on the stack and appended at once (this runs for every traced poll).
-    fn put(&mut self, kind: HostKind, ticked: bool, ts: i64, dur: u64, id: u64, args: &[u64]) {
-        // The kind byte and at most 6 varints of at most 10 bytes.
-        let mut tmp = [0u8; 64];
+    fn new(tid: u32, name: String) -> Self {
+        ThreadLog { tid, name, full: Mutex::default(), cur: AtomicPtr::new(Self::chunk()), len: AtomicUsize::new(0) }
+    }
+
+    fn chunk() -> *mut u8 {
+        Box::into_raw(vec![0u8; Self::CHUNK].into_boxed_slice()) as *mut u8
+    }
+
+    /// Stores an event; `ticked`: its times are in [`ticks`], else in nanoseconds. Only the
+    /// log's own thread calls this.
+    fn put(&self, kind: HostKind, ticked: bool, ts: i64, dur: u64, id: u64, args: &[u64]) {
+        // The kind byte and at most 6 words of 8 bytes, little-endian (fixed widths: no
+        // branch per byte, as varints would take).
+        let mut tmp = [0u8; 56];
         tmp[0] = kind as u8 | if ticked { 0x80 } else { 0 };
-        let mut n = varint_into(&mut tmp, 1, ((ts << 1) ^ (ts >> 63)) as u64);
-        n = varint_into(&mut tmp, n, dur);
+        let mut n = 1;
+        let mut word = |v: u64| {
+            tmp[n..n + 8].copy_from_slice(&v.to_le_bytes());
+            n += 8;
+        };
+        word(ts as u64);
+        word(dur);
         let (_, _, ph, keys) = kind.info();
         if ph == b'b' {
-            n = varint_into(&mut tmp, n, id);
+            word(id);
         }
         for i in 0..keys.len().min(3) {
-            n = varint_into(&mut tmp, n, args.get(i).copied().unwrap_or(0));
+            word(args.get(i).copied().unwrap_or(0));
         }
-        match self.chunks.last_mut() {
-            Some(c) if c.capacity() - c.len() >= n => c.extend_from_slice(&tmp[..n]),
-            _ => {
-                let mut c = Vec::with_capacity(Self::CHUNK);
-                c.extend_from_slice(&tmp[..n]);
-                self.chunks.push(c);
+        // All of `tmp` is copied (a fixed size copies without a call); `len` moves by `n`.
+        let mut len = self.len.load(Ordering::Relaxed);
+        if len + tmp.len() > Self::CHUNK {
+            self.next_chunk(len);
+            len = 0;
+        }
+        let cur = self.cur.load(Ordering::Relaxed);
+        // SAFETY: `cur` is a live chunk of `CHUNK` bytes (replaced only by this thread) and
+        // `len + tmp.len() <= CHUNK`; readers read only below `len`, so nobody reads these
+        // bytes until the release store below publishes the first `n` of them.
+        unsafe { std::ptr::copy_nonoverlapping(tmp.as_ptr(), cur.add(len), tmp.len()) };
+        self.len.store(len + n, Ordering::Release);
+    }
+
+    /// Moves the current chunk, `len` bytes of it written, to the full ones and starts a new one.
+    #[cold]
+    fn next_chunk(&self, len: usize) {
+        let new = Self::chunk();
+        let mut full = crate::executor::core::lock(&self.full);
+        let old = self.cur.swap(new, Ordering::Relaxed);
+        // SAFETY: `old` came from `Box::into_raw` of a `CHUNK`-byte slice and is no longer
+        // reachable: readers take it only under the lock held here.
+        let old = unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(old, Self::CHUNK)) };
+        let mut old = old.into_vec();
+        old.truncate(len);
+        full.push(old);
+        self.len.store(0, Ordering::Release);
+    }
+
+    /// A copy of every event so far (the writer's side).
+    fn snapshot(&self) -> Vec<Vec<u8>> {
+        let full = crate::executor::core::lock(&self.full);
+        let len = self.len.load(Ordering::Acquire);
+        let cur = self.cur.load(Ordering::Relaxed);
+        // SAFETY: the first `len` bytes of `cur` were written before the release store that
+        // published `len`; the owner writes only past them, and replaces `cur` only under the
+        // lock held here.
+        let tail = unsafe { std::slice::from_raw_parts(cur, len) }.to_vec();
+        let mut out = full.clone();
+        out.push(tail);
+        out
+    }
+}
+
+impl Drop for ThreadLog {
+    fn drop(&mut self) {
+        let cur = *self.cur.get_mut();
+        // SAFETY: `cur` came from `Box::into_raw` of a `CHUNK`-byte slice, and the log is
+        // being dropped, so nobody else holds it.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(cur, Self::CHUNK)) });
+    }
+}
+
+/// The events stored in `chunks` (see [`ThreadLog::put`] for the layout).
+fn host_events(chunks: &[Vec<u8>]) -> impl Iterator<Item = HostEvent> + '_ {
+    chunks.iter().flat_map(|c| {
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            let byte = *c.get(at)?;
+            let kind = *HostKind::ALL.get((byte & 0x7f) as usize)?;
+            let ticked = byte & 0x80 != 0;
+            at += 1;
+            let mut word = || {
+                let w = c.get(at..at + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+                at += 8;
+                w
+            };
+            let ts = word() as i64;
+            let dur = word();
+            let id = if kind.info().2 == b'b' { word() } else { 0 };
+            let mut args = [0u64; 3];
+            for a in args.iter_mut().take(kind.info().3.len()) {
+                *a = word();
             }
-        }
-    }
-
-    fn events(&self) -> impl Iterator<Item = HostEvent> + '_ {
-        self.chunks.iter().flat_map(|c| {
-            let mut at = 0;
-            std::iter::from_fn(move || {
-                let byte = *c.get(at)?;
-                let kind = *HostKind::ALL.get((byte & 0x7f) as usize)?;
-                let ticked = byte & 0x80 != 0;
-                at += 1;
-                let z = read_varint(c, &mut at);
-                let ts = ((z >> 1) as i64) ^ -((z & 1) as i64);
-                let dur = read_varint(c, &mut at);
-                let id = if kind.info().2 == b'b' { read_varint(c, &mut at) } else { 0 };
-                let mut args = [0u64; 3];
-                for a in args.iter_mut().take(kind.info().3.len()) {
-                    *a = read_varint(c, &mut at);
-                }
-                Some((kind, ticked, ts, dur, id, args))
-            })
+            Some((kind, ticked, ts, dur, id, args))
         })
-    }
-}
-
-/// Writes `v` as a varint into `buf` at `at`; returns the index after it. `buf` has room: the
-/// caller writes at most 61 bytes into 64.
-fn varint_into(buf: &mut [u8; 64], mut at: usize, mut v: u64) -> usize {
-    while v >= 0x80 {
-        buf[at] = v as u8 | 0x80;
-        v >>= 7;
-        at += 1;
-    }
-    buf[at] = v as u8;
-    at + 1
-}
-
-fn read_varint(b: &[u8], at: &mut usize) -> u64 {
-    let (mut v, mut shift) = (0u64, 0);
-    while let Some(&byte) = b.get(*at) {
-        *at += 1;
-        v |= ((byte & 0x7f) as u64) << shift.min(63);
-        if byte < 0x80 {
-            break;
-        }
-        shift += 7;
-    }
-    v
+    })
 }
 
 /// GPU events (and metadata) in fixed-size chunks.
@@ -400,8 +448,8 @@ impl Events {
     }
 }
 
-/// Where events gather until written: one buffer per host thread (its owner locks it
-/// uncontended; only the writer locks it from elsewhere), and one for the GPU tracks.
+/// Where events gather until written: one log per host thread (its owner writes it without
+/// a lock; see [`ThreadLog`]), and one buffer for the GPU tracks.
 pub(crate) struct Sink {
     id: u64,
     path: PathBuf,
@@ -410,7 +458,7 @@ pub(crate) struct Sink {
     base_mono: Option<i128>,
     /// [`ticks`] at `base`.
     base_ticks: u64,
-    threads: Mutex<Vec<Arc<Mutex<HostBuf>>>>,
+    threads: Mutex<Vec<Arc<ThreadLog>>>,
     events: Mutex<Events>,
     next_queue: AtomicU32,
 }
@@ -418,8 +466,10 @@ pub(crate) struct Sink {
 thread_local! {
     /// This thread's track id (0 until first used).
     static TID: Cell<u32> = const { Cell::new(0) };
-    /// This thread's buffer in each sink it wrote to, by sink id.
-    static BUFFERS: RefCell<Vec<(u64, Arc<Mutex<HostBuf>>)>> = const { RefCell::new(Vec::new()) };
+    /// This thread's log in each sink it wrote to.
+    static LOGS: Logs = const { Logs { last: Cell::new((0, std::ptr::null())), all: RefCell::new(Vec::new()) } };
+    /// Ids of this thread's async spans (see [`span_id`]).
+    static SPAN_IDS: Cell<u64> = const { Cell::new(0) };
     /// The native task being polled on this thread (0: none).
     static CURRENT_TASK: Cell<u64> = const { Cell::new(0) };
 }
@@ -433,6 +483,25 @@ fn thread_tid() -> u32 {
         }
         t.get()
     })
+}
+
+/// A thread's logs, by sink id.
+struct Logs {
+    /// The sink written last and this thread's log in it (which `all` holds). A sink id is
+    /// never 0, and never reused.
+    last: Cell<(u64, *const ThreadLog)>,
+    all: RefCell<Vec<(u64, Arc<ThreadLog>)>>,
+}
+
+/// An id for an async span, unique in the process without a shared counter: the thread's
+/// track id above a count of its own spans.
+fn span_id() -> u64 {
+    let n = SPAN_IDS.with(|c| {
+        let n = c.get() + 1;
+        c.set(n);
+        n
+    });
+    ((thread_tid() as u64) << 40) | (n & ((1 << 40) - 1))
 }
 
 /// The native task being polled on this thread (0: none).
@@ -470,25 +539,43 @@ impl Sink {
         }
     }
 
-    /// Adds an event of the calling host thread, to its own buffer (made, with the thread's
-    /// name, on its first event).
+    /// Adds an event of the calling host thread, to its own log (made, with the thread's name,
+    /// on its first event). Events of a thread whose thread-locals are being destroyed are
+    /// dropped.
     fn push_host(&self, kind: HostKind, ticked: bool, ts: i64, dur: u64, id: u64, args: &[u64]) {
-        BUFFERS.with(|b| {
-            let mut b = b.borrow_mut();
-            if let Some((_, buf)) = b.iter().find(|(sink, _)| *sink == self.id) {
-                crate::executor::core::lock(buf).put(kind, ticked, ts, dur, id, args);
-                return;
+        let _ = LOGS.try_with(|logs| {
+            let (sink, log) = logs.last.get();
+            if sink == self.id {
+                // SAFETY: `last` points to a log that `all` holds an `Arc` of: `all` lets go of
+                // logs only in `log_for`, which sets `last` again.
+                return unsafe { &*log }.put(kind, ticked, ts, dur, id, args);
             }
-            // Buffers of sinks that are gone are dropped here.
-            b.retain(|(_, buf)| Arc::strong_count(buf) > 1);
-            let tid = thread_tid();
-            let name = std::thread::current().name().map_or_else(|| format!("thread {tid}"), str::to_string);
-            let mut buf = HostBuf { tid, name, chunks: Vec::new() };
-            buf.put(kind, ticked, ts, dur, id, args);
-            let buf = Arc::new(Mutex::new(buf));
-            crate::executor::core::lock(&self.threads).push(buf.clone());
-            b.push((self.id, buf));
+            self.log_for(logs).put(kind, ticked, ts, dur, id, args);
         });
+    }
+
+    /// This thread's log in this sink, made on first use; it becomes `logs.last`.
+    #[cold]
+    fn log_for<'a>(&self, logs: &'a Logs) -> &'a ThreadLog {
+        let mut all = logs.all.borrow_mut();
+        let at = match all.iter().position(|(sink, _)| *sink == self.id) {
+            Some(at) => at,
+            None => {
+                // Logs of sinks that are gone are dropped here.
+                all.retain(|(_, log)| Arc::strong_count(log) > 1);
+                let tid = thread_tid();
+                let name = std::thread::current().name().map_or_else(|| format!("thread {tid}"), str::to_string);
+                let log = Arc::new(ThreadLog::new(tid, name));
+                crate::executor::core::lock(&self.threads).push(log.clone());
+                all.push((self.id, log));
+                all.len() - 1
+            }
+        };
+        let log: *const ThreadLog = Arc::as_ptr(&all[at].1);
+        logs.last.set((self.id, log));
+        // SAFETY: `all` holds the log's `Arc` until a later `log_for` drops it, which first
+        // replaces `last`; the reference does not outlive this thread's `Logs`.
+        unsafe { &*log }
     }
 
     fn push(&self, e: Event) {
@@ -519,11 +606,11 @@ impl Sink {
             Ok(())
         };
         write_all(&crate::executor::core::lock(&self.events))?;
-        for buf in &threads {
-            let buf = crate::executor::core::lock(buf);
+        for log in &threads {
+            let chunks = log.snapshot();
             out.write_all(b",\n")?;
-            write_event(&mut out, &meta(HOST_PID, buf.tid, String::new()), &buf.name)?;
-            for (kind, ticked, ts, dur, id, vals) in buf.events() {
+            write_event(&mut out, &meta(HOST_PID, log.tid, String::new()), &log.name)?;
+            for (kind, ticked, ts, dur, id, vals) in host_events(&chunks) {
                 let (ts, dur) =
                     if ticked { ((ts as f64 * rate) as i64, (dur as f64 * rate) as u64) } else { (ts, dur) };
                 let (name, cat, ph, keys) = kind.info();
@@ -532,7 +619,7 @@ impl Sink {
                 let mut e = Event {
                     ph,
                     pid: HOST_PID,
-                    tid: buf.tid,
+                    tid: log.tid,
                     name: Name::Static(name),
                     cat,
                     ts,
@@ -720,7 +807,7 @@ impl QueueTrace {
     /// to now.
     pub fn async_span(&self, kind: HostKind, start: i64, args: &[u64]) {
         let end = self.stamp();
-        self.sink.push_host(kind, true, start, (end - start).max(0) as u64, next_id(), args);
+        self.sink.push_host(kind, true, start, (end - start).max(0) as u64, span_id(), args);
     }
 
     fn gpu_span(&self, name: Name, ts: i64, end: i64, args: Args) {
@@ -738,48 +825,60 @@ impl Drop for QueueTrace {
 }
 
 /// What a GPU command is.
+#[derive(Clone, Copy)]
 pub(crate) enum Command {
     Clear,
-    /// The kernel and its group counts.
-    Dispatch(Arc<RawKernel>, [u32; 3]),
+    /// A dispatch: its op's index in the recording (whose kernel names it).
+    Dispatch(u32),
     /// Bytes and regions of one `vkCmdCopyBuffer`.
     Copy(u64, u32),
 }
 
-/// One command of a submission: what it is, its size (see [`GpuCommand::weight`]), and the
-/// contexts it is charged to, with their weights (bytes for a merged copy, else 1).
-pub(crate) struct GpuCommand {
-    pub what: Command,
-    pub owners: smallvec::SmallVec<[(Arc<TaskClock>, u64); 1]>,
+/// The weight of a dispatch in a span it shares: its invocations.
+pub(crate) fn dispatch_weight(kernel: &RawKernel, groups: [u32; 3]) -> f64 {
+    let local = kernel.reflection.local_size.iter().map(|&l| l.max(1) as f64).product::<f64>();
+    groups.iter().map(|&g| g as f64).product::<f64>() * local
+}
+
+/// The weight of a copy of `bytes` in a span it shares: its 4-byte words.
+pub(crate) fn copy_weight(bytes: u64) -> f64 {
+    (bytes as f64 / 4.0).max(1.0)
+}
+
+/// One command of a submission: what it is, its share of a span it shares with others (a
+/// dispatch's invocations, a copy's 4-byte words, nothing for a clear), and the contexts it is
+/// charged to (`GpuSpans::owners[owners.0..owners.1]`). Plain data: encoding a command touches
+/// no reference count.
+struct GpuCommand {
+    what: Command,
+    weight: f64,
+    owners: (u32, u32),
+}
+
+/// What [`GpuSpans::finish`] needs of the recording: its table of owners (first op, end op,
+/// context clock), and the kernel of a dispatch op.
+pub(crate) trait SpanSource {
+    fn owners(&self) -> &[(u32, u32, Arc<TaskClock>)];
+    fn kernel(&self, op: u32) -> Option<&Arc<RawKernel>>;
 }
 
 impl GpuCommand {
-    fn name(&self) -> Name {
-        match &self.what {
+    fn name(&self, src: &dyn SpanSource) -> Name {
+        match self.what {
             Command::Clear => Name::Static("clear"),
-            Command::Dispatch(k, _) => Name::Kernel(k.clone()),
-            Command::Copy(b, r) => Name::Copy(*b, *r),
-        }
-    }
-
-    /// The command's share of a span it shares with others: a dispatch's invocations, a copy's
-    /// 4-byte words (a clear counts as nothing).
-    fn weight(&self) -> f64 {
-        match &self.what {
-            Command::Clear => 0.0,
-            Command::Dispatch(k, groups) => {
-                let local = k.reflection.local_size.iter().map(|&l| l.max(1) as f64).product::<f64>();
-                groups.iter().map(|&g| g as f64).product::<f64>() * local
-            }
-            Command::Copy(bytes, _) => (*bytes as f64 / 4.0).max(1.0),
+            Command::Dispatch(op) => src.kernel(op).map_or(Name::Static("dispatch"), |k| Name::Kernel(k.clone())),
+            Command::Copy(b, r) => Name::Copy(b, r),
         }
     }
 
     /// Commands of one kind, for grouping a phase's spans.
-    fn same_kind(&self, o: &GpuCommand) -> bool {
-        match (&self.what, &o.what) {
+    fn same_kind(&self, o: &GpuCommand, src: &dyn SpanSource) -> bool {
+        match (self.what, o.what) {
             (Command::Clear, Command::Clear) | (Command::Copy(..), Command::Copy(..)) => true,
-            (Command::Dispatch(a, _), Command::Dispatch(b, _)) => Arc::ptr_eq(a, b),
+            (Command::Dispatch(a), Command::Dispatch(b)) => match (src.kernel(a), src.kernel(b)) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            },
             _ => false,
         }
     }
@@ -792,6 +891,9 @@ pub(crate) struct GpuSpans {
     used: u32,
     per_command: bool,
     commands: Vec<GpuCommand>,
+    /// The owners of all commands: (index in the recording's table, weight: bytes for a
+    /// merged copy, else 1).
+    owners: Vec<(u32, u64)>,
     /// The first command of each group; group `g` ends at timestamp `g + 1`.
     groups: Vec<u32>,
     /// Commands not yet in a group.
@@ -822,8 +924,9 @@ impl GpuSpans {
             pool,
             used: 0,
             per_command: detail == TraceDetail::Commands,
-            commands: Vec::new(),
-            groups: Vec::new(),
+            commands: Vec::with_capacity(capacity as usize),
+            owners: Vec::with_capacity(capacity as usize),
+            groups: Vec::with_capacity(capacity as usize),
             open: 0,
         })
     }
@@ -845,8 +948,16 @@ impl GpuSpans {
     }
 
     /// A command was recorded (with [`TraceDetail::Commands`], its completion is stamped).
-    pub fn command(&mut self, cmd: vk::CommandBuffer, c: GpuCommand) {
-        self.commands.push(c);
+    pub fn command(
+        &mut self,
+        cmd: vk::CommandBuffer,
+        what: Command,
+        weight: f64,
+        owners: impl IntoIterator<Item = (u32, u64)>,
+    ) {
+        let first = self.owners.len() as u32;
+        self.owners.extend(owners);
+        self.commands.push(GpuCommand { what, weight, owners: (first, self.owners.len() as u32) });
         self.open += 1;
         if self.per_command {
             self.end_group(cmd);
@@ -888,9 +999,9 @@ impl GpuSpans {
         Some(out.into_iter().map(|v| v[0]).collect())
     }
 
-    /// Charges each group's time to its commands' contexts and, with a trace, emits the GPU
-    /// spans.
-    pub fn finish(&self, value: u64, trace: Option<&QueueTrace>) {
+    /// Charges each group's time to its commands' contexts (`src`: the recording) and, with a
+    /// trace, emits the GPU spans.
+    pub fn finish(&self, value: u64, trace: Option<&QueueTrace>, src: &dyn SpanSource) {
         let Some(ticks) = self.ticks() else { return };
         let period = self.pool.device.limits().timestamp_period_ns as f64;
         let bounds = |g: usize| {
@@ -898,18 +1009,29 @@ impl GpuSpans {
             let end = self.groups.get(g + 1).map_or(self.commands.len() - self.open as usize, |&n| n as usize);
             first..end
         };
+        let owners_of = |c: &GpuCommand| &self.owners[c.owners.0 as usize..c.owners.1 as usize];
+        // Each context's time is summed here, then added to its clock once.
+        let table = src.owners();
+        let mut per_owner = vec![0f64; table.len()];
         for (g, w) in ticks.windows(2).enumerate().take(self.groups.len()) {
             let cmds = &self.commands[bounds(g)];
             let span = w[1].saturating_sub(w[0]) as f64 * period;
-            let whole: f64 = cmds.iter().map(GpuCommand::weight).sum();
+            let whole: f64 = cmds.iter().map(|c| c.weight).sum();
             for c in cmds {
                 // A command alone in its span has all of it; else its share by size.
-                let mine = if cmds.len() == 1 { span } else { span * c.weight() / whole.max(1.0) };
-                let total: u64 = c.owners.iter().map(|o| o.1).sum();
-                for (clock, weight) in &c.owners {
-                    let ns = mine * *weight as f64 / total.max(1) as f64;
-                    clock.gpu_ns.fetch_add(ns as u64, Ordering::Relaxed);
+                let mine = if cmds.len() == 1 { span } else { span * c.weight / whole.max(1.0) };
+                let owners = owners_of(c);
+                let total: u64 = owners.iter().map(|o| o.1).sum();
+                for &(owner, weight) in owners {
+                    if let Some(ns) = per_owner.get_mut(owner as usize) {
+                        *ns += mine * weight as f64 / total.max(1) as f64;
+                    }
                 }
+            }
+        }
+        for (ns, (_, _, clock)) in per_owner.iter().zip(table) {
+            if *ns > 0.0 {
+                clock.gpu_ns.fetch_add(*ns as u64, Ordering::Relaxed);
             }
         }
         let Some(t) = trace else { return };
@@ -925,10 +1047,10 @@ impl GpuSpans {
         for (g, w) in ticks.windows(2).enumerate().take(self.groups.len()) {
             let (a, b) = (host(w[0]), host(w[1].max(w[0])));
             let cmds = &self.commands[bounds(g)];
-            let ctx = |c: &GpuCommand| c.owners.first().map_or(0, |o| o.0.id);
+            let ctx = |c: &GpuCommand| owners_of(c).first().and_then(|o| table.get(o.0 as usize)).map_or(0, |o| o.2.id);
             if let [c] = cmds {
                 let args: Args = smallvec::smallvec![("value", value), ("calibration_error_ns", err), ("ctx", ctx(c))];
-                t.gpu_span(c.name(), a, b, args);
+                t.gpu_span(c.name(src), a, b, args);
                 continue;
             }
             let args: Args =
@@ -937,7 +1059,7 @@ impl GpuSpans {
             // One span per kind of command in the phase, each over the whole phase.
             let mut kinds: Vec<(&GpuCommand, u32)> = Vec::new();
             for c in cmds {
-                match kinds.iter_mut().find(|(k, _)| k.same_kind(c)) {
+                match kinds.iter_mut().find(|(k, _)| k.same_kind(c, src)) {
                     Some((_, n)) => *n += 1,
                     None => kinds.push((c, 1)),
                 }
@@ -945,7 +1067,7 @@ impl GpuSpans {
             for (c, n) in kinds {
                 let args: Args =
                     smallvec::smallvec![("value", value), ("calibration_error_ns", err), ("commands", n as u64)];
-                let name = if n == 1 { c.name() } else { Name::Many(Box::new(c.name()), n) };
+                let name = if n == 1 { c.name(src) } else { Name::Many(Box::new(c.name(src)), n) };
                 t.gpu_span(name, a, b, args);
             }
         }

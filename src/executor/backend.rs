@@ -226,7 +226,7 @@ impl VulkanBackend {
             return;
         }
         if let Some(sp) = rec.spans.take() {
-            sp.finish(value, self.trace.as_deref());
+            sp.finish(value, self.trace.as_deref(), &*rec);
             // A few pools are kept for the next flushes.
             if self.spare_pools.len() < 4 {
                 self.spare_pools.push(sp.into_pool());
