@@ -196,8 +196,7 @@ struct Event {
 }
 
 /// What a host event is: its name, category, phase and argument names. Host events are
-/// stored as bytes (the kind, then 8-byte words: start, duration, for async spans an id, then
-/// the arguments), 17 to 49 bytes each.
+/// stored as 2 to 6 words of 8 bytes each (see [`ThreadLog`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub(crate) enum HostKind {
@@ -293,78 +292,86 @@ fn invariant_tsc() -> bool {
     })
 }
 
-/// One host thread's events for one sink, as bytes in chunks of [`ThreadLog::CHUNK`].
+/// One host thread's events for one sink, as 8-byte words in chunks of [`ThreadLog::CHUNK`].
 ///
 /// Only its own thread writes it, and without a lock (this runs for every traced poll): the
-/// event's bytes go past the published length `len`, which is then raised with release
+/// event's words go past the published length `len`, which is then raised with release
 /// ordering. The sink's writer reads the full chunks and the current one up to `len`
 /// (acquire) under the lock of `full`, which the owner takes only to start a new chunk. So
-/// the owner never writes a byte that a reader may read, and the current chunk is replaced
+/// the owner never writes a word that a reader may read, and the current chunk is replaced
 /// only while no reader looks at it.
+///
+/// An event is 2 to 6 words: its start (shifted left by 8) with the kind in the low byte
+/// (bit 7: the times are in [`ticks`], else in nanoseconds), its duration, for async spans an
+/// id, then the kind's arguments.
 struct ThreadLog {
     tid: u32,
     name: String,
     /// Full chunks (each cut to its length). Its lock also guards replacing `cur`.
-    full: Mutex<Vec<Vec<u8>>>,
-    /// The chunk being written: `CHUNK` bytes from `Box::into_raw`, owned by this log.
-    cur: AtomicPtr<u8>,
-    /// How many bytes of `cur` hold events.
+    full: Mutex<Vec<Vec<u64>>>,
+    /// The chunk being written: `CHUNK` words from `Box::into_raw`, owned by this log.
+    cur: AtomicPtr<u64>,
+    /// How many words of `cur` hold events.
     len: AtomicUsize,
 }
 
 impl ThreadLog {
-    const CHUNK: usize = 1 << 16;
+    const CHUNK: usize = 1 << 13;
+    /// The most words an event takes.
+    const MAX: usize = 6;
 
     fn new(tid: u32, name: String) -> Self {
         ThreadLog { tid, name, full: Mutex::default(), cur: AtomicPtr::new(Self::chunk()), len: AtomicUsize::new(0) }
     }
 
-    fn chunk() -> *mut u8 {
-        Box::into_raw(vec![0u8; Self::CHUNK].into_boxed_slice()) as *mut u8
+    fn chunk() -> *mut u64 {
+        Box::into_raw(vec![0u64; Self::CHUNK].into_boxed_slice()) as *mut u64
     }
 
     /// Stores an event; `ticked`: its times are in [`ticks`], else in nanoseconds. Only the
     /// log's own thread calls this.
     fn put(&self, kind: HostKind, ticked: bool, ts: i64, dur: u64, id: u64, args: &[u64]) {
-        // The kind byte and at most 6 words of 8 bytes, little-endian (fixed widths: no
-        // branch per byte, as varints would take).
-        let mut tmp = [0u8; 56];
-        tmp[0] = kind as u8 | if ticked { 0x80 } else { 0 };
-        let mut n = 1;
-        let mut word = |v: u64| {
-            tmp[n..n + 8].copy_from_slice(&v.to_le_bytes());
-            n += 8;
-        };
-        word(ts as u64);
-        word(dur);
         let (_, _, ph, keys) = kind.info();
-        if ph == b'b' {
-            word(id);
-        }
-        for i in 0..keys.len().min(3) {
-            word(args.get(i).copied().unwrap_or(0));
-        }
-        // All of `tmp` is copied (a fixed size copies without a call); `len` moves by `n`.
+        let head = ((ts as u64) << 8) | kind as u64 | if ticked { 0x80 } else { 0 };
+        // Only this thread changes `len` and `cur`.
         let mut len = self.len.load(Ordering::Relaxed);
-        if len + tmp.len() > Self::CHUNK {
+        if len + Self::MAX > Self::CHUNK {
             self.next_chunk(len);
             len = 0;
         }
         let cur = self.cur.load(Ordering::Relaxed);
-        // SAFETY: `cur` is a live chunk of `CHUNK` bytes (replaced only by this thread) and
-        // `len + tmp.len() <= CHUNK`; readers read only below `len`, so nobody reads these
-        // bytes until the release store below publishes the first `n` of them.
-        unsafe { std::ptr::copy_nonoverlapping(tmp.as_ptr(), cur.add(len), tmp.len()) };
+        // Words are stored one by one, straight into the chunk (a copy from a local array
+        // would reload them before the stores complete).
+        // SAFETY: `cur` is a live chunk of `CHUNK` words (replaced only by this thread) and
+        // `len + MAX <= CHUNK`, and at most `MAX` words are written; readers read only below
+        // `len`, so nobody reads these words until the release store below publishes them.
+        let n = unsafe {
+            let w = cur.add(len);
+            w.write(head);
+            w.add(1).write(dur);
+            let mut n = 2;
+            if ph == b'b' {
+                w.add(2).write(id);
+                n = 3;
+            }
+            // Three argument words always (fixed stores; `n + 3 <= MAX`), of which the
+            // kind's count is kept; arguments the caller left out are 0.
+            let arg = |i: usize| args.get(i).copied().unwrap_or(0);
+            w.add(n).write(arg(0));
+            w.add(n + 1).write(arg(1));
+            w.add(n + 2).write(arg(2));
+            n + keys.len().min(3)
+        };
         self.len.store(len + n, Ordering::Release);
     }
 
-    /// Moves the current chunk, `len` bytes of it written, to the full ones and starts a new one.
+    /// Moves the current chunk, `len` words of it written, to the full ones and starts a new one.
     #[cold]
     fn next_chunk(&self, len: usize) {
         let new = Self::chunk();
         let mut full = crate::executor::core::lock(&self.full);
         let old = self.cur.swap(new, Ordering::Relaxed);
-        // SAFETY: `old` came from `Box::into_raw` of a `CHUNK`-byte slice and is no longer
+        // SAFETY: `old` came from `Box::into_raw` of a `CHUNK`-word slice and is no longer
         // reachable: readers take it only under the lock held here.
         let old = unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(old, Self::CHUNK)) };
         let mut old = old.into_vec();
@@ -374,11 +381,11 @@ impl ThreadLog {
     }
 
     /// A copy of every event so far (the writer's side).
-    fn snapshot(&self) -> Vec<Vec<u8>> {
+    fn snapshot(&self) -> Vec<Vec<u64>> {
         let full = crate::executor::core::lock(&self.full);
         let len = self.len.load(Ordering::Acquire);
         let cur = self.cur.load(Ordering::Relaxed);
-        // SAFETY: the first `len` bytes of `cur` were written before the release store that
+        // SAFETY: the first `len` words of `cur` were written before the release store that
         // published `len`; the owner writes only past them, and replaces `cur` only under the
         // lock held here.
         let tail = unsafe { std::slice::from_raw_parts(cur, len) }.to_vec();
@@ -391,34 +398,33 @@ impl ThreadLog {
 impl Drop for ThreadLog {
     fn drop(&mut self) {
         let cur = *self.cur.get_mut();
-        // SAFETY: `cur` came from `Box::into_raw` of a `CHUNK`-byte slice, and the log is
+        // SAFETY: `cur` came from `Box::into_raw` of a `CHUNK`-word slice, and the log is
         // being dropped, so nobody else holds it.
         drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(cur, Self::CHUNK)) });
     }
 }
 
-/// The events stored in `chunks` (see [`ThreadLog::put`] for the layout).
-fn host_events(chunks: &[Vec<u8>]) -> impl Iterator<Item = HostEvent> + '_ {
+/// The events stored in `chunks` (see [`ThreadLog`] for the layout).
+fn host_events(chunks: &[Vec<u64>]) -> impl Iterator<Item = HostEvent> + '_ {
     chunks.iter().flat_map(|c| {
         let mut at = 0;
         std::iter::from_fn(move || {
-            let byte = *c.get(at)?;
-            let kind = *HostKind::ALL.get((byte & 0x7f) as usize)?;
-            let ticked = byte & 0x80 != 0;
-            at += 1;
+            let head = *c.get(at)?;
+            let kind = *HostKind::ALL.get((head & 0x7f) as usize)?;
+            let ticked = head & 0x80 != 0;
             let mut word = || {
-                let w = c.get(at..at + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
-                at += 8;
-                w
+                at += 1;
+                c.get(at).copied().unwrap_or(0)
             };
-            let ts = word() as i64;
             let dur = word();
             let id = if kind.info().2 == b'b' { word() } else { 0 };
             let mut args = [0u64; 3];
             for a in args.iter_mut().take(kind.info().3.len()) {
                 *a = word();
             }
-            Some((kind, ticked, ts, dur, id, args))
+            at += 1;
+            // An arithmetic shift keeps the sign of a start before the sink's base.
+            Some((kind, ticked, (head as i64) >> 8, dur, id, args))
         })
     })
 }
