@@ -25,7 +25,8 @@
 //!   instant event on the spawning thread.
 //! - **Awaits and submissions** (async spans of the host process, one row each): `await` from
 //!   the first time a wait finds its work unfinished to its completion (with the context's
-//!   id, and the native task's); `recording` from an epoch's first command to its flush;
+//!   id, and the native task's; in a native task it ends where the poll that saw the work
+//!   done started); `recording` from an epoch's first command to its flush;
 //!   `in flight` from just before `vkQueueSubmit` to when the host saw the timeline value.
 //! - **The GPU** (process "vkasync GPU", one track per queue): each submission as a span, and
 //!   inside it the commands the GPU ran: every dispatch (named after its kernel), every copy
@@ -63,8 +64,10 @@
 //! copies it carries), and each context adds up the shares of the commands it recorded. With
 //! [`TraceDetail::Commands`] each command is alone in its span and the time is measured, not
 //! shared out. The times of all contexts (and of the clears and coalesced work, which belong to
-//! none) add up to the submissions' GPU time. On with a trace, or on its own with
-//! [`crate::ExecutorBuilder::gpu_timing`].
+//! none) add up to the submissions' GPU time. On with [`crate::ExecutorBuilder::gpu_timing`]
+//! (or [`crate::QueueBuilder::gpu_timing`]); a trace alone does not turn it on, because
+//! charging every command to its context costs host time on every job (`BENCHMARKS.md`).
+//! With both, the GPU spans of single commands also name their context (`ctx`).
 
 use crate::device::Device;
 use crate::error::{map_oom, Result};
@@ -476,8 +479,9 @@ thread_local! {
     static LOGS: Logs = const { Logs { last: Cell::new((0, std::ptr::null())), all: RefCell::new(Vec::new()) } };
     /// Ids of this thread's async spans (see [`span_id`]).
     static SPAN_IDS: Cell<u64> = const { Cell::new(0) };
-    /// The native task being polled on this thread (0: none).
-    static CURRENT_TASK: Cell<u64> = const { Cell::new(0) };
+    /// The native task being polled on this thread (0: none), and when its poll started
+    /// ([`QueueTrace::stamp`]).
+    static CURRENT_TASK: Cell<(u64, i64)> = const { Cell::new((0, 0)) };
 }
 
 /// A small number per host thread, its track id.
@@ -512,7 +516,15 @@ fn span_id() -> u64 {
 
 /// The native task being polled on this thread (0: none).
 pub(crate) fn current_task() -> u64 {
-    CURRENT_TASK.with(|c| c.get())
+    CURRENT_TASK.with(|c| c.get().0)
+}
+
+/// When the poll of the native task being polled on this thread started, if there is one.
+pub(crate) fn poll_started() -> Option<i64> {
+    match CURRENT_TASK.with(|c| c.get()) {
+        (0, _) => None,
+        (_, started) => Some(started),
+    }
 }
 
 /// Ids for tasks, contexts, sinks and async spans (process-wide, so that they never collide).
@@ -746,8 +758,8 @@ pub(crate) struct TaskClock {
 }
 
 impl TaskClock {
-    pub fn new() -> Arc<Self> {
-        Arc::new(TaskClock { id: next_id(), gpu_ns: AtomicU64::new(0) })
+    pub fn new(id: u64) -> Arc<Self> {
+        Arc::new(TaskClock { id, gpu_ns: AtomicU64::new(0) })
     }
 }
 
@@ -812,7 +824,11 @@ impl QueueTrace {
     /// An async span (its own row of the host process) from `start` ([`QueueTrace::stamp`])
     /// to now.
     pub fn async_span(&self, kind: HostKind, start: i64, args: &[u64]) {
-        let end = self.stamp();
+        self.async_span_to(kind, start, self.stamp(), args);
+    }
+
+    /// An async span from `start` to `end` (both [`QueueTrace::stamp`]s).
+    pub fn async_span_to(&self, kind: HostKind, start: i64, end: i64, args: &[u64]) {
         self.sink.push_host(kind, true, start, (end - start).max(0) as u64, span_id(), args);
     }
 
@@ -1053,9 +1069,13 @@ impl GpuSpans {
         for (g, w) in ticks.windows(2).enumerate().take(self.groups.len()) {
             let (a, b) = (host(w[0]), host(w[1].max(w[0])));
             let cmds = &self.commands[bounds(g)];
-            let ctx = |c: &GpuCommand| owners_of(c).first().and_then(|o| table.get(o.0 as usize)).map_or(0, |o| o.2.id);
+            let ctx = |c: &GpuCommand| owners_of(c).first().and_then(|o| table.get(o.0 as usize)).map(|o| o.2.id);
             if let [c] = cmds {
-                let args: Args = smallvec::smallvec![("value", value), ("calibration_error_ns", err), ("ctx", ctx(c))];
+                let mut args: Args = smallvec::smallvec![("value", value), ("calibration_error_ns", err)];
+                // The context is known with per-context time on.
+                if let Some(id) = ctx(c) {
+                    args.push(("ctx", id));
+                }
                 t.gpu_span(c.name(src), a, b, args);
                 continue;
             }
@@ -1138,14 +1158,14 @@ fn measured(sink: &Sink, device: &Device) -> Result<Calibration> {
 }
 
 /// Runs a native task's polls under its id (for the `poll` spans and the `await` spans'
-/// task ids).
+/// task ids), with the poll's start (where its awaits end).
 pub(crate) struct TaskScope {
-    prev: u64,
+    prev: (u64, i64),
 }
 
 impl TaskScope {
-    pub fn enter(id: u64) -> Self {
-        TaskScope { prev: CURRENT_TASK.with(|c| c.replace(id)) }
+    pub fn enter(id: u64, started: i64) -> Self {
+        TaskScope { prev: CURRENT_TASK.with(|c| c.replace((id, started))) }
     }
 }
 

@@ -98,7 +98,8 @@ pub(crate) trait Backend: Send + 'static {
     fn timing(&self) -> bool {
         false
     }
-    /// Before a context records: a mark for [`Backend::attribute`].
+    /// Before a context records (with timing or a trace): a mark for [`Backend::attribute`];
+    /// with a trace, the first in an epoch starts its `recording` span.
     fn record_mark(&mut self) -> usize {
         0
     }
@@ -120,8 +121,10 @@ pub(crate) struct VulkanBackend {
     spare_ops: SpareOps,
     /// The trace, when on.
     trace: Option<Arc<QueueTrace>>,
-    /// Per-context GPU time (on with a trace, or on its own).
+    /// Per-context GPU time ([`crate::trace::TraceOptions::timing`]).
     timing: bool,
+    /// GPU timestamps around the commands: on with a trace or with per-context time.
+    spans: bool,
     /// Where the GPU spans' timestamps go.
     detail: crate::trace::TraceDetail,
     /// Query pools of completed submissions, for the next flushes.
@@ -173,7 +176,7 @@ pub(crate) struct FlushJob {
     /// The counter as read when the job was taken: command buffers at or below it are reused.
     completed: u64,
     spare_pools: Vec<crate::timestamps::RawQueryPool>,
-    timing: bool,
+    spans: bool,
     detail: crate::trace::TraceDetail,
     trace: Option<Arc<QueueTrace>>,
     epoch_start: Option<i64>,
@@ -200,7 +203,8 @@ impl VulkanBackend {
             in_flight: VecDeque::new(),
             retired: Vec::new(),
             spare_ops: SpareOps::default(),
-            timing: opts.timing() || trace.is_some(),
+            timing: opts.timing(),
+            spans: opts.timing() || trace.is_some(),
             detail: opts.detail(),
             spare_pools: Vec::new(),
             trace,
@@ -222,7 +226,7 @@ impl VulkanBackend {
 
     /// A submission completed: its GPU spans and per-context times, and its `in flight` span.
     fn finished(&mut self, value: u64, rec: &mut Recording) {
-        if !self.timing {
+        if !self.spans {
             return;
         }
         if let Some(sp) = rec.spans.take() {
@@ -275,7 +279,7 @@ impl Backend for VulkanBackend {
             pool: self.pool.take(),
             completed,
             spare_pools: std::mem::take(&mut self.spare_pools),
-            timing: self.timing,
+            spans: self.spans,
             detail: self.detail,
             trace: self.trace.clone(),
             epoch_start: self.epoch_start.take(),
@@ -302,7 +306,7 @@ impl Backend for VulkanBackend {
             rec.mark_nothing_to_submit();
             return Ok(FlushInfo { value: 0, submitted: false, ..FlushInfo::default() });
         }
-        if job.timing {
+        if job.spans {
             // A timestamp at the start, after each command (at most one per op) and after the
             // clear.
             rec.spans = Some(GpuSpans::new(&job.device, rec.ops.len() as u32 + 2, job.detail, &mut job.spare_pools)?);

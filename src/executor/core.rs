@@ -448,10 +448,10 @@ impl<B: Backend> QueueCore<B> {
         wakers: &mut Vec<Waker>,
     ) -> (StateGuard<'a, B>, Result<R>) {
         let before = st.backend.recorded_count();
-        let r = if self.timing {
+        let r = if self.timing || self.trace.is_some() {
             let mark = st.backend.record_mark();
             let r = f(&mut st.backend);
-            if r.is_ok() {
+            if r.is_ok() && self.timing {
                 st.backend.attribute(mark, state.clock());
             }
             r
@@ -1121,11 +1121,12 @@ fn fire_upto<B>(st: &mut State<B>, upto: u64, outcome: Result<(), Error>, wakers
     }
 }
 
-/// Per-context state: the last epoch this context recorded into, and its GPU clock (made when
-/// first needed: with timing on).
+/// Per-context state: the last epoch this context recorded into, its id in traces (given when
+/// first needed) and its GPU clock (made when first needed: with timing on).
 #[derive(Default)]
 pub(crate) struct ContextState {
     pub last: Mutex<Option<Arc<Batch>>>,
+    pub id: std::sync::atomic::AtomicU64,
     pub clock: std::sync::OnceLock<Arc<TaskClock>>,
     /// Counts the context as a job in progress of a [`crate::QueueSet`] while it lives (held
     /// for its `Drop`).
@@ -1134,8 +1135,25 @@ pub(crate) struct ContextState {
 }
 
 impl ContextState {
+    /// The context's id in traces (without allocating: a trace names the context of every
+    /// await).
+    pub fn id(&self) -> u64 {
+        use std::sync::atomic::Ordering::Relaxed;
+        match self.id.load(Relaxed) {
+            0 => {
+                let new = crate::trace::next_id();
+                match self.id.compare_exchange(0, new, Relaxed, Relaxed) {
+                    Ok(_) => new,
+                    // Another thread gave it first.
+                    Err(won) => won,
+                }
+            }
+            id => id,
+        }
+    }
+
     pub fn clock(&self) -> &Arc<TaskClock> {
-        self.clock.get_or_init(TaskClock::new)
+        self.clock.get_or_init(|| TaskClock::new(self.id()))
     }
 }
 
@@ -1158,7 +1176,13 @@ impl<B: Backend> SyncFuture<B> {
     /// The `await` span of a wait that had to wait, once it is over.
     fn traced(&mut self, out: Result<()>) -> Poll<Result<()>> {
         if let (Some(t), Some(since)) = (&self.core.trace, self.since.take()) {
-            t.async_span(HostKind::Await, since, &[self.ctx, out.is_ok() as u64, crate::trace::current_task()]);
+            // In a native task, the wait ends where the poll that saw it done started (one
+            // clock read less per await); elsewhere, now.
+            let (task, end) = match crate::trace::poll_started() {
+                Some(started) if started >= since => (crate::trace::current_task(), started),
+                _ => (crate::trace::current_task(), t.stamp()),
+            };
+            t.async_span_to(HostKind::Await, since, end, &[self.ctx, out.is_ok() as u64, task]);
         }
         Poll::Ready(out)
     }

@@ -291,7 +291,7 @@ impl<F: Future> Future for Traced<F> {
         let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
         let Some((t, task)) = &this.trace else { return inner.poll(cx) };
         let started = t.stamp();
-        let _scope = crate::trace::TaskScope::enter(*task);
+        let _scope = crate::trace::TaskScope::enter(*task, started);
         let out = inner.poll(cx);
         t.span_from(crate::trace::HostKind::Poll, started, &[*task, out.is_ready() as u64]);
         out
