@@ -260,9 +260,9 @@ impl HostKind {
     }
 }
 
-/// One decoded host event: kind, whether its times are in ticks, start, duration, id (async
-/// spans) and arguments.
-type HostEvent = (HostKind, bool, i64, u64, u64, [u64; 3]);
+/// One decoded host event: kind, whether its times are in ticks, start, duration and
+/// arguments.
+type HostEvent = (HostKind, bool, i64, u64, [u64; 3]);
 
 /// The clock of frequent host events: the time-stamp counter on x86_64 where it is invariant
 /// (a few nanoseconds to read, against tens for `Instant::now`), else nanoseconds since the
@@ -295,47 +295,138 @@ fn invariant_tsc() -> bool {
     })
 }
 
-/// One host thread's events for one sink, as 8-byte words in chunks of [`ThreadLog::CHUNK`].
+/// A block of [`ThreadLog::CHUNK`] 4-byte units for events. On Linux it is mapped with its pages
+/// populated: one system call, where touching fresh memory would fault once per 4 KiB page as
+/// the log grows (a few microseconds each in a virtual machine). Elsewhere it comes from the
+/// allocator. Its words are not initialised: a log reads only words it wrote.
+struct Chunk {
+    ptr: std::ptr::NonNull<u32>,
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    mapped: bool,
+}
+
+// SAFETY: a chunk is plain memory owned by its `ThreadLog`, which orders every access to it
+// (see there).
+unsafe impl Send for Chunk {}
+// SAFETY: as above.
+unsafe impl Sync for Chunk {}
+
+impl Chunk {
+    const BYTES: usize = ThreadLog::CHUNK * 4;
+
+    fn new() -> Chunk {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: an anonymous private mapping with no address hint has no preconditions;
+            // failure is checked.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    Self::BYTES,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                    -1,
+                    0,
+                )
+            };
+            if p != libc::MAP_FAILED {
+                if let Some(ptr) = std::ptr::NonNull::new(p as *mut u32) {
+                    return Chunk { ptr, mapped: true };
+                }
+            }
+        }
+        // SAFETY: the layout has a non-zero size.
+        let p = unsafe { std::alloc::alloc(Self::layout()) } as *mut u32;
+        match std::ptr::NonNull::new(p) {
+            Some(ptr) => Chunk { ptr, mapped: false },
+            None => std::alloc::handle_alloc_error(Self::layout()),
+        }
+    }
+
+    fn layout() -> std::alloc::Layout {
+        std::alloc::Layout::array::<u32>(ThreadLog::CHUNK).expect("a small array")
+    }
+
+    /// The first `len` units, written.
+    ///
+    /// # Safety
+    /// `len <= CHUNK`, those units were written, and nobody writes them meanwhile.
+    unsafe fn units(&self, len: usize) -> &[u32] {
+        // SAFETY: the caller's contract.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), len) }
+    }
+}
+
+impl Drop for Chunk {
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        if self.mapped {
+            // SAFETY: the chunk was mapped with this size by `new`, and is dropped once.
+            unsafe { libc::munmap(self.ptr.as_ptr() as *mut libc::c_void, Self::BYTES) };
+            return;
+        }
+        // SAFETY: not mapped: allocated by `new` with this layout, and dropped once.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr() as *mut u8, Self::layout()) };
+    }
+}
+
+/// One host thread's events for one sink, as 4-byte units in chunks of [`ThreadLog::CHUNK`].
 ///
 /// Only its own thread writes it, and without a lock (this runs for every traced poll): the
-/// event's words go past the published length `len`, which is then raised with release
+/// event's units go past the published length `len`, which is then raised with release
 /// ordering. The sink's writer reads the full chunks and the current one up to `len`
-/// (acquire) under the lock of `full`, which the owner takes only to start a new chunk. So
-/// the owner never writes a word that a reader may read, and the current chunk is replaced
-/// only while no reader looks at it.
+/// (acquire) under the lock of `chunks`, which the owner takes only to start a new chunk. So
+/// the owner never writes a unit that a reader may read, and the current chunk changes only
+/// while no reader looks at it.
 ///
-/// An event is 2 to 6 words: its start (shifted left by 8) with the kind in the low byte
-/// (bit 7: the times are in [`ticks`], else in nanoseconds), its duration, for async spans an
-/// id, then the kind's arguments.
+/// An event is a head of 8 bytes, its start shifted left by 8 over a byte of flags (the kind
+/// in bits 0–5; bit 6: its values take 8 bytes each; bit 7: its times are in [`ticks`], else
+/// in nanoseconds), then its values: the duration (spans only), then the kind's arguments, 4
+/// bytes each where all of them fit, else 8. A mix-workload job takes about 76 bytes: the
+/// fewer fresh pages a traced run touches, the less it costs.
 struct ThreadLog {
     tid: u32,
     name: String,
-    /// Full chunks (each cut to its length). Its lock also guards replacing `cur`.
-    full: Mutex<Vec<Vec<u64>>>,
-    /// The chunk being written: `CHUNK` words from `Box::into_raw`, owned by this log.
-    cur: AtomicPtr<u64>,
-    /// How many words of `cur` hold events.
+    /// Every chunk with its written length, the current one last (its length is `len`). Its
+    /// lock guards adding a chunk.
+    chunks: Mutex<Vec<(Chunk, usize)>>,
+    /// The current chunk's units (the last of `chunks`).
+    cur: AtomicPtr<u32>,
+    /// How many units of the current chunk hold events.
     len: AtomicUsize,
 }
 
 impl ThreadLog {
-    const CHUNK: usize = 1 << 13;
-    /// The most words an event takes.
-    const MAX: usize = 6;
+    /// Units per chunk (1 MiB).
+    const CHUNK: usize = 1 << 18;
+    /// The most units an event takes: the head and 4 values of 8 bytes.
+    const MAX: usize = 2 + 4 * 2;
+    const WIDE: u64 = 0x40;
+    const TICKED: u64 = 0x80;
 
     fn new(tid: u32, name: String) -> Self {
-        ThreadLog { tid, name, full: Mutex::default(), cur: AtomicPtr::new(Self::chunk()), len: AtomicUsize::new(0) }
-    }
-
-    fn chunk() -> *mut u64 {
-        Box::into_raw(vec![0u64; Self::CHUNK].into_boxed_slice()) as *mut u64
+        let first = Chunk::new();
+        let cur = AtomicPtr::new(first.ptr.as_ptr());
+        ThreadLog { tid, name, chunks: Mutex::new(vec![(first, 0)]), cur, len: AtomicUsize::new(0) }
     }
 
     /// Stores an event; `ticked`: its times are in [`ticks`], else in nanoseconds. Only the
     /// log's own thread calls this.
-    fn put(&self, kind: HostKind, ticked: bool, ts: i64, dur: u64, id: u64, args: &[u64]) {
+    fn put(&self, kind: HostKind, ticked: bool, ts: i64, dur: u64, args: &[u64]) {
         let (_, _, ph, keys) = kind.info();
-        let head = ((ts as u64) << 8) | kind as u64 | if ticked { 0x80 } else { 0 };
+        let arg = |i: usize| args.get(i).copied().unwrap_or(0);
+        // The values: the duration (not for instants), then the kind's arguments.
+        let mut vals = [dur, arg(0), arg(1), arg(2)];
+        let mut count = 1 + keys.len().min(3);
+        if ph == b'i' {
+            vals = [arg(0), arg(1), arg(2), 0];
+            count -= 1;
+        }
+        let wide = (vals[0] | vals[1] | vals[2] | vals[3]) >> 32 != 0;
+        let head = ((ts as u64) << 8)
+            | kind as u64
+            | if wide { Self::WIDE } else { 0 }
+            | if ticked { Self::TICKED } else { 0 };
         // Only this thread changes `len` and `cur`.
         let mut len = self.len.load(Ordering::Relaxed);
         if len + Self::MAX > Self::CHUNK {
@@ -343,91 +434,90 @@ impl ThreadLog {
             len = 0;
         }
         let cur = self.cur.load(Ordering::Relaxed);
-        // Words are stored one by one, straight into the chunk (a copy from a local array
-        // would reload them before the stores complete).
-        // SAFETY: `cur` is a live chunk of `CHUNK` words (replaced only by this thread) and
-        // `len + MAX <= CHUNK`, and at most `MAX` words are written; readers read only below
-        // `len`, so nobody reads these words until the release store below publishes them.
+        // Units are stored one by one, straight into the chunk (a copy from a local array
+        // would reload them before the stores complete). Four values are always stored (fixed
+        // stores), of which `count` are kept.
+        // SAFETY: `cur` is the current chunk of `CHUNK` units (changed only by this thread)
+        // and `len + MAX <= CHUNK`, and at most `MAX` units are written; readers read only
+        // below `len`, so nobody reads these units until the release store below publishes
+        // them.
         let n = unsafe {
             let w = cur.add(len);
-            w.write(head);
-            w.add(1).write(dur);
-            let mut n = 2;
-            if ph == b'b' {
-                w.add(2).write(id);
-                n = 3;
+            w.write(head as u32);
+            w.add(1).write((head >> 32) as u32);
+            if wide {
+                for (i, v) in vals.iter().enumerate() {
+                    w.add(2 + 2 * i).write(*v as u32);
+                    w.add(3 + 2 * i).write((*v >> 32) as u32);
+                }
+                2 + 2 * count
+            } else {
+                for (i, v) in vals.iter().enumerate() {
+                    w.add(2 + i).write(*v as u32);
+                }
+                2 + count
             }
-            // Three argument words always (fixed stores; `n + 3 <= MAX`), of which the
-            // kind's count is kept; arguments the caller left out are 0.
-            let arg = |i: usize| args.get(i).copied().unwrap_or(0);
-            w.add(n).write(arg(0));
-            w.add(n + 1).write(arg(1));
-            w.add(n + 2).write(arg(2));
-            n + keys.len().min(3)
         };
         self.len.store(len + n, Ordering::Release);
     }
 
-    /// Moves the current chunk, `len` words of it written, to the full ones and starts a new one.
+    /// Closes the current chunk at `len` units and starts a new one.
     #[cold]
     fn next_chunk(&self, len: usize) {
-        let new = Self::chunk();
-        let mut full = crate::executor::core::lock(&self.full);
-        let old = self.cur.swap(new, Ordering::Relaxed);
-        // SAFETY: `old` came from `Box::into_raw` of a `CHUNK`-word slice and is no longer
-        // reachable: readers take it only under the lock held here.
-        let old = unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(old, Self::CHUNK)) };
-        let mut old = old.into_vec();
-        old.truncate(len);
-        full.push(old);
+        let new = Chunk::new();
+        let mut chunks = crate::executor::core::lock(&self.chunks);
+        if let Some(last) = chunks.last_mut() {
+            last.1 = len;
+        }
+        self.cur.store(new.ptr.as_ptr(), Ordering::Relaxed);
+        chunks.push((new, 0));
         self.len.store(0, Ordering::Release);
     }
 
     /// A copy of every event so far (the writer's side).
-    fn snapshot(&self) -> Vec<Vec<u64>> {
-        let full = crate::executor::core::lock(&self.full);
+    fn snapshot(&self) -> Vec<Vec<u32>> {
+        let chunks = crate::executor::core::lock(&self.chunks);
         let len = self.len.load(Ordering::Acquire);
-        let cur = self.cur.load(Ordering::Relaxed);
-        // SAFETY: the first `len` words of `cur` were written before the release store that
-        // published `len`; the owner writes only past them, and replaces `cur` only under the
-        // lock held here.
-        let tail = unsafe { std::slice::from_raw_parts(cur, len) }.to_vec();
-        let mut out = full.clone();
-        out.push(tail);
-        out
-    }
-}
-
-impl Drop for ThreadLog {
-    fn drop(&mut self) {
-        let cur = *self.cur.get_mut();
-        // SAFETY: `cur` came from `Box::into_raw` of a `CHUNK`-word slice, and the log is
-        // being dropped, so nobody else holds it.
-        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(cur, Self::CHUNK)) });
+        let last = chunks.len().saturating_sub(1);
+        chunks
+            .iter()
+            .enumerate()
+            .map(|(i, (chunk, closed))| {
+                let n = if i == last { len } else { *closed };
+                // SAFETY: a closed chunk's units were all written before it was closed (under
+                // this lock); the current one's first `len` were written before the release
+                // store that published `len`, and its owner writes only past them.
+                unsafe { chunk.units(n) }.to_vec()
+            })
+            .collect()
     }
 }
 
 /// The events stored in `chunks` (see [`ThreadLog`] for the layout).
-fn host_events(chunks: &[Vec<u64>]) -> impl Iterator<Item = HostEvent> + '_ {
+fn host_events(chunks: &[Vec<u32>]) -> impl Iterator<Item = HostEvent> + '_ {
     chunks.iter().flat_map(|c| {
         let mut at = 0;
         std::iter::from_fn(move || {
-            let head = *c.get(at)?;
-            let kind = *HostKind::ALL.get((head & 0x7f) as usize)?;
-            let ticked = head & 0x80 != 0;
-            let mut word = || {
-                at += 1;
-                c.get(at).copied().unwrap_or(0)
+            let unit = |i: usize| c.get(i).copied().unwrap_or(0) as u64;
+            let head = unit(at) | unit(at + 1) << 32;
+            c.get(at + 1)?;
+            let kind = *HostKind::ALL.get((head & 0x3f) as usize)?;
+            let wide = head & ThreadLog::WIDE != 0;
+            let ticked = head & ThreadLog::TICKED != 0;
+            at += 2;
+            let mut value = || {
+                let v = if wide { unit(at) | unit(at + 1) << 32 } else { unit(at) };
+                at += if wide { 2 } else { 1 };
+                v
             };
-            let dur = word();
-            let id = if kind.info().2 == b'b' { word() } else { 0 };
+            let (_, _, ph, keys) = kind.info();
+            let dur = if ph == b'i' { 0 } else { value() };
             let mut args = [0u64; 3];
-            for a in args.iter_mut().take(kind.info().3.len()) {
-                *a = word();
+            for a in args.iter_mut().take(keys.len()) {
+                *a = value();
             }
-            at += 1;
             // An arithmetic shift keeps the sign of a start before the sink's base.
-            Some((kind, ticked, (head as i64) >> 8, dur, id, args))
+            Some((kind, ticked, (head as i64) >> 8, dur, args))
         })
     })
 }
@@ -477,8 +567,6 @@ thread_local! {
     static TID: Cell<u32> = const { Cell::new(0) };
     /// This thread's log in each sink it wrote to.
     static LOGS: Logs = const { Logs { last: Cell::new((0, std::ptr::null())), all: RefCell::new(Vec::new()) } };
-    /// Ids of this thread's async spans (see [`span_id`]).
-    static SPAN_IDS: Cell<u64> = const { Cell::new(0) };
     /// The native task being polled on this thread (0: none), and when its poll started
     /// ([`QueueTrace::stamp`]).
     static CURRENT_TASK: Cell<(u64, i64)> = const { Cell::new((0, 0)) };
@@ -501,17 +589,6 @@ struct Logs {
     /// never 0, and never reused.
     last: Cell<(u64, *const ThreadLog)>,
     all: RefCell<Vec<(u64, Arc<ThreadLog>)>>,
-}
-
-/// An id for an async span, unique in the process without a shared counter: the thread's
-/// track id above a count of its own spans.
-fn span_id() -> u64 {
-    let n = SPAN_IDS.with(|c| {
-        let n = c.get() + 1;
-        c.set(n);
-        n
-    });
-    ((thread_tid() as u64) << 40) | (n & ((1 << 40) - 1))
 }
 
 /// The native task being polled on this thread (0: none).
@@ -560,15 +637,15 @@ impl Sink {
     /// Adds an event of the calling host thread, to its own log (made, with the thread's name,
     /// on its first event). Events of a thread whose thread-locals are being destroyed are
     /// dropped.
-    fn push_host(&self, kind: HostKind, ticked: bool, ts: i64, dur: u64, id: u64, args: &[u64]) {
+    fn push_host(&self, kind: HostKind, ticked: bool, ts: i64, dur: u64, args: &[u64]) {
         let _ = LOGS.try_with(|logs| {
             let (sink, log) = logs.last.get();
             if sink == self.id {
                 // SAFETY: `last` points to a log that `all` holds an `Arc` of: `all` lets go of
                 // logs only in `log_for`, which sets `last` again.
-                return unsafe { &*log }.put(kind, ticked, ts, dur, id, args);
+                return unsafe { &*log }.put(kind, ticked, ts, dur, args);
             }
-            self.log_for(logs).put(kind, ticked, ts, dur, id, args);
+            self.log_for(logs).put(kind, ticked, ts, dur, args);
         });
     }
 
@@ -624,16 +701,24 @@ impl Sink {
             Ok(())
         };
         write_all(&crate::executor::core::lock(&self.events))?;
+        let mut async_ids = 0u64;
         for log in &threads {
             let chunks = log.snapshot();
             out.write_all(b",\n")?;
             write_event(&mut out, &meta(HOST_PID, log.tid, String::new()), &log.name)?;
-            for (kind, ticked, ts, dur, id, vals) in host_events(&chunks) {
+            for (kind, ticked, ts, dur, vals) in host_events(&chunks) {
                 let (ts, dur) =
                     if ticked { ((ts as f64 * rate) as i64, (dur as f64 * rate) as u64) } else { (ts, dur) };
                 let (name, cat, ph, keys) = kind.info();
                 let mut args = Args::new();
                 args.extend(keys.iter().copied().zip(vals));
+                // An async span's begin and end pair by an id given here.
+                let id = if ph == b'b' {
+                    async_ids += 1;
+                    async_ids
+                } else {
+                    0
+                };
                 let mut e = Event {
                     ph,
                     pid: HOST_PID,
@@ -807,18 +892,18 @@ impl QueueTrace {
     pub fn span(&self, kind: HostKind, start: Instant, args: &[u64]) {
         let now = Instant::now();
         let ts = self.sink.ns(start);
-        self.sink.push_host(kind, false, ts, (self.sink.ns(now) - ts).max(0) as u64, 0, args);
+        self.sink.push_host(kind, false, ts, (self.sink.ns(now) - ts).max(0) as u64, args);
     }
 
     /// A complete span on the calling thread, from `start` ([`QueueTrace::stamp`]) to now.
     pub fn span_from(&self, kind: HostKind, start: i64, args: &[u64]) {
         let end = self.stamp();
-        self.sink.push_host(kind, true, start, (end - start).max(0) as u64, 0, args);
+        self.sink.push_host(kind, true, start, (end - start).max(0) as u64, args);
     }
 
     /// An instant event on the calling thread.
     pub fn instant(&self, kind: HostKind, args: &[u64]) {
-        self.sink.push_host(kind, true, self.stamp(), 0, 0, args);
+        self.sink.push_host(kind, true, self.stamp(), 0, args);
     }
 
     /// An async span (its own row of the host process) from `start` ([`QueueTrace::stamp`])
@@ -829,7 +914,7 @@ impl QueueTrace {
 
     /// An async span from `start` to `end` (both [`QueueTrace::stamp`]s).
     pub fn async_span_to(&self, kind: HostKind, start: i64, end: i64, args: &[u64]) {
-        self.sink.push_host(kind, true, start, (end - start).max(0) as u64, span_id(), args);
+        self.sink.push_host(kind, true, start, (end - start).max(0) as u64, args);
     }
 
     fn gpu_span(&self, name: Name, ts: i64, end: i64, args: Args) {
