@@ -626,7 +626,8 @@ impl Recording {
         let mut order: Vec<usize> = (0..self.ops.len()).collect();
         order.sort_by_key(|&i| phases[i]);
         let mut spans = self.spans.take();
-        let by_op = if spans.is_some() { self.op_owners() } else { Vec::new() };
+        // Without per-context time (a trace alone) there are no owners.
+        let by_op = if spans.is_some() && !self.owners.is_empty() { self.op_owners() } else { Vec::new() };
         let owner = |i: usize| by_op.get(i).copied().filter(|&o| o != u32::MAX);
         if let Some(sp) = &mut spans {
             sp.start(cmd);

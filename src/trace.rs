@@ -1008,9 +1008,9 @@ pub(crate) struct GpuSpans {
 }
 
 impl GpuSpans {
-    /// Room for `capacity` timestamps: a pool from `spare` (pools of completed submissions)
-    /// that is large enough, else a new one (sized to a power of two, for reuse); reset from
-    /// the host.
+    /// Room for `capacity` timestamps: a pool from `spare` (pools of completed submissions,
+    /// reset by [`GpuSpans::into_pool`]) that is large enough, else a new one (sized to a power
+    /// of two, for reuse), reset from the host.
     pub fn new(device: &Device, capacity: u32, detail: TraceDetail, spare: &mut Vec<RawQueryPool>) -> Result<Self> {
         let pool = match spare.iter().position(|p| p.count >= capacity) {
             Some(i) => spare.swap_remove(i),
@@ -1021,12 +1021,13 @@ impl GpuSpans {
                 // trace or the timing was turned on).
                 let pool =
                     unsafe { device.raw().create_query_pool(&info, None) }.map_err(map_oom("vkCreateQueryPool"))?;
-                RawQueryPool { device: device.clone(), pool, count }
+                let pool = RawQueryPool { device: device.clone(), pool, count };
+                // SAFETY: the pool is new: no work uses it; hostQueryReset is enabled (as
+                // above).
+                unsafe { device.raw().reset_query_pool(pool.pool, 0, pool.count) };
+                pool
             }
         };
-        // SAFETY: no pending work uses the pool (it is new, or its submission completed);
-        // hostQueryReset is enabled (as above).
-        unsafe { device.raw().reset_query_pool(pool.pool, 0, pool.count) };
         Ok(GpuSpans {
             pool,
             used: 0,
@@ -1079,8 +1080,15 @@ impl GpuSpans {
         }
     }
 
-    /// The query pool, for reuse once the submission completed.
+    /// The query pool, for reuse, once the submission completed: the queries it wrote are
+    /// reset here (only those, not the whole pool).
     pub fn into_pool(self) -> RawQueryPool {
+        if self.used > 0 {
+            // SAFETY: the submission that wrote these queries completed (the caller's
+            // contract), so no pending work uses the pool; hostQueryReset is enabled (checked
+            // when the trace or the timing was turned on).
+            unsafe { self.pool.device.raw().reset_query_pool(self.pool.pool, 0, self.used) };
+        }
         self.pool
     }
 
