@@ -1250,6 +1250,40 @@ fn measured(sink: &Sink, device: &Device) -> Result<Calibration> {
     Ok(best.expect("eight rounds"))
 }
 
+/// Marks the trace of the executor whose loop runs on this thread (null: none), for its
+/// tasks' `poll` spans: a task reads it instead of holding a reference of its own.
+pub(crate) struct RunScope {
+    prev: *const QueueTrace,
+}
+
+thread_local! {
+    /// The trace of the executor loop running on this thread (see [`RunScope`]).
+    static RUNNING: Cell<*const QueueTrace> = const { Cell::new(std::ptr::null()) };
+}
+
+impl RunScope {
+    /// Marks `trace` until the scope is dropped (loops nest: the previous mark comes back).
+    /// The caller keeps the trace alive meanwhile.
+    pub fn enter(trace: Option<&Arc<QueueTrace>>) -> Self {
+        let p = trace.map_or(std::ptr::null(), Arc::as_ptr);
+        RunScope { prev: RUNNING.with(|c| c.replace(p)) }
+    }
+}
+
+impl Drop for RunScope {
+    fn drop(&mut self) {
+        RUNNING.with(|c| c.set(self.prev));
+    }
+}
+
+/// Calls `f` with the trace of the executor loop running on this thread, if it has one.
+pub(crate) fn with_running<R>(f: impl FnOnce(&QueueTrace) -> R) -> Option<R> {
+    let p = RUNNING.with(|c| c.get());
+    // SAFETY: a non-null pointer was set by a `RunScope` that is still alive (dropping it
+    // restores the previous one), whose caller keeps the trace alive for the scope's life.
+    (!p.is_null()).then(|| f(unsafe { &*p }))
+}
+
 /// Runs a native task's polls under its id (for the `poll` spans and the `await` spans'
 /// task ids), with the poll's start (where its awaits end).
 pub(crate) struct TaskScope {
@@ -1265,5 +1299,77 @@ impl TaskScope {
 impl Drop for TaskScope {
     fn drop(&mut self) {
         CURRENT_TASK.with(|c| c.set(self.prev));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The events `put` stores, in the order stored.
+    fn sample(i: u64) -> (HostKind, bool, i64, u64, [u64; 3]) {
+        let kinds = [HostKind::Poll, HostKind::Spawn, HostKind::Await, HostKind::Flush, HostKind::Recording];
+        let kind = kinds[(i % 5) as usize];
+        // Every fourth event has a value past 32 bits; starts go negative too.
+        let big = if i % 4 == 0 { 1 << 40 } else { 0 };
+        let ts = (i as i64 - 50) * 1_000_003;
+        let (_, _, ph, keys) = kind.info();
+        let dur = if ph == b'i' { 0 } else { i * 7 + big };
+        let mut args = [0u64; 3];
+        for (k, a) in args.iter_mut().enumerate().take(keys.len()) {
+            *a = i + k as u64 + big;
+        }
+        (kind, i % 3 == 0, ts, dur, args)
+    }
+
+    fn put(log: &ThreadLog, i: u64) {
+        let (kind, ticked, ts, dur, args) = sample(i);
+        log.put(kind, ticked, ts, dur, &args[..kind.info().3.len()]);
+    }
+
+    #[test]
+    fn thread_log_round_trip_across_chunks() {
+        let log = ThreadLog::new(1, "t".into());
+        // Enough events for several chunks (at most 10 units each).
+        let n = (3 * ThreadLog::CHUNK / 4) as u64;
+        for i in 0..n {
+            put(&log, i);
+        }
+        let chunks = log.snapshot();
+        assert!(chunks.len() >= 2, "{} chunks", chunks.len());
+        let got: Vec<_> = host_events(&chunks).collect();
+        assert_eq!(got.len() as u64, n);
+        for (i, e) in got.into_iter().enumerate() {
+            assert_eq!(e, sample(i as u64), "event {i}");
+        }
+    }
+
+    #[test]
+    fn thread_log_read_while_written() {
+        let log = Arc::new(ThreadLog::new(1, "t".into()));
+        let n = ThreadLog::CHUNK as u64;
+        let writer = {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for i in 0..n {
+                    put(&log, i);
+                }
+            })
+        };
+        // Every snapshot is a prefix of what the writer stores.
+        let mut seen = 0;
+        while seen < n {
+            let got: Vec<_> = host_events(&log.snapshot()).collect();
+            assert!(got.len() as u64 >= seen);
+            for (i, e) in got.iter().enumerate() {
+                assert_eq!(*e, sample(i as u64), "event {i}");
+            }
+            seen = got.len() as u64;
+            if writer.is_finished() && seen < n {
+                seen = host_events(&log.snapshot()).count() as u64;
+                assert_eq!(seen, n);
+            }
+        }
+        writer.join().unwrap();
     }
 }

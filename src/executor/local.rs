@@ -119,10 +119,10 @@ impl<B: Backend> Local<B> {
             }
         };
         let guard = TaskGuard { local: Rc::downgrade(self), id };
-        let trace = self.core.trace.clone().map(|t| {
+        let trace = self.core.trace.as_ref().map(|t| {
             let task = crate::trace::next_id();
             t.instant(crate::trace::HostKind::Spawn, &[task]);
-            (t, task)
+            task
         });
         let wrapped = async move {
             let _guard = guard;
@@ -154,6 +154,9 @@ impl<B: Backend> Local<B> {
         self.running.set(self.running.get() + 1);
         self.core.set_running(true);
         let _running = Running(self);
+        // The tasks' `poll` spans go to this executor's trace; `self.core` holds it for the
+        // scope's life.
+        let _trace = crate::trace::RunScope::enter(self.core.trace.as_ref());
         self.run_loop(done);
     }
 
@@ -275,9 +278,11 @@ impl<B: Backend> Drop for TaskGuard<B> {
 }
 
 /// With a trace, each poll of a task is a `poll` span, and awaits inside it know the task's id.
+/// The trace is the running loop's ([`crate::trace::RunScope`]): a task holds no reference.
 struct Traced<F> {
     inner: F,
-    trace: Option<(Arc<crate::trace::QueueTrace>, u64)>,
+    /// The task's id in the trace, if its executor traces.
+    trace: Option<u64>,
 }
 
 impl<F: Future> Future for Traced<F> {
@@ -289,11 +294,15 @@ impl<F: Future> Future for Traced<F> {
         let this = unsafe { self.get_unchecked_mut() };
         // SAFETY: as above.
         let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
-        let Some((t, task)) = &this.trace else { return inner.poll(cx) };
-        let started = t.stamp();
-        let _scope = crate::trace::TaskScope::enter(*task, started);
-        let out = inner.poll(cx);
-        t.span_from(crate::trace::HostKind::Poll, started, &[*task, out.is_ready() as u64]);
+        let Some(task) = this.trace else { return inner.poll(cx) };
+        let Some(started) = crate::trace::with_running(|t| t.stamp()) else { return inner.poll(cx) };
+        let out = {
+            let _scope = crate::trace::TaskScope::enter(task, started);
+            inner.poll(cx)
+        };
+        crate::trace::with_running(|t| {
+            t.span_from(crate::trace::HostKind::Poll, started, &[task, out.is_ready() as u64])
+        });
         out
     }
 }
