@@ -177,6 +177,15 @@ fn run_traced(clock: TraceClock, detail: TraceDetail, name: &str) -> Vec<Value> 
     let awaits = async_spans(&events, "await");
     assert!(!awaits.is_empty() && awaits.len() <= TASKS);
     assert!(awaits.iter().all(|(_, _, a)| task_ids.contains(&a["task"].as_u64().unwrap())));
+    // A native task's await ends where the poll that saw its work done starts: a later poll
+    // of the same task.
+    for (start, end, a) in &awaits {
+        let task = a["task"].as_u64().unwrap();
+        assert!(
+            polls.iter().any(|p| p.args["task"].as_u64() == Some(task) && (p.ts - end).abs() <= 0.01 && p.ts > *start),
+            "the await [{start}, {end}] of task {task} does not end at one of its polls"
+        );
+    }
     assert!(!async_spans(&events, "epoch").is_empty());
     // Threads and the queue are named.
     let named =
@@ -287,4 +296,39 @@ fn timed_contexts(device: &vkasync::Device, mix: &Kernel, detail: TraceDetail) {
     let (ts, tb) = (small.gpu_time().unwrap(), big.gpu_time().unwrap());
     assert!(tb > std::time::Duration::ZERO, "{tb:?}");
     assert!(tb > ts, "{detail:?}: the big job's GPU time {tb:?} is not above the small one's {ts:?}");
+}
+
+/// A trace alone measures no per-context time (its GPU spans name no context); with
+/// `gpu_timing` as well, contexts have their time and single-command GPU spans name theirs.
+#[test]
+fn trace_with_and_without_per_context_time() {
+    let device = common::device();
+    let mix = Kernel::new(&device, &kernels::MIX).unwrap();
+    for timing in [false, true] {
+        let path = tmp(if timing { "timed" } else { "untimed" });
+        let ctx = {
+            let exec = Executor::builder(&device)
+                .trace(&path)
+                .gpu_timing(timing)
+                .trace_detail(TraceDetail::Commands)
+                .build()
+                .unwrap();
+            let ctx = exec.context();
+            exec.block_on(job(ctx.clone(), mix.clone(), 3, 512)).unwrap();
+            assert_eq!(ctx.gpu_time().is_some(), timing, "timing {timing}");
+            if timing {
+                assert!(ctx.gpu_time().unwrap() > std::time::Duration::ZERO);
+            }
+            ctx
+        };
+        drop(ctx);
+        let events = load(&path);
+        let _ = std::fs::remove_file(&path);
+        let gpu = spans(&events, 2, "gpu");
+        let named = gpu.iter().filter(|s| s.name == "mix" && s.args["ctx"].as_u64().is_some_and(|c| c > 0)).count();
+        assert_eq!(dispatches(&gpu, "mix"), 1);
+        assert_eq!(named, usize::from(timing), "timing {timing}: {named} mix spans name a context");
+        check_gpu_inside_host(&events);
+    }
+    common::finish(device);
 }
