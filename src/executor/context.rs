@@ -155,7 +155,7 @@ impl Ctx {
     /// contexts add up to the GPU's busy time; a copy that the flush merged with other
     /// contexts' copies is shared by bytes; coalesced work ([`crate::batch`]) counts for no
     /// context. `None` unless GPU timing is on ([`crate::ExecutorBuilder::gpu_timing`],
-    /// [`crate::QueueBuilder::gpu_timing`], or a trace).
+    /// [`crate::QueueBuilder::gpu_timing`]; a trace alone does not turn it on).
     ///
     /// ```
     /// use vkasync::{kernels, Buffer, Device, Executor, Kernel, MemoryKind};

@@ -428,8 +428,9 @@ macro_rules! shared_setters {
         }
 
         /// Measures each context's GPU time ([`Ctx::gpu_time`](crate::Ctx::gpu_time)) with
-        /// timestamps around every command, without writing a trace (a trace turns it on
-        /// too). Default: off.
+        /// timestamps around every command. A trace does not turn it on (charging every
+        /// command to its context costs host time on every job); with both, the trace's GPU
+        /// spans of single commands name their context. Default: off.
         pub fn gpu_timing(mut self, on: bool) -> Self {
             self.trace.gpu_timing = on;
             self
