@@ -630,7 +630,8 @@ impl Recording {
         let by_op = if spans.is_some() && !self.owners.is_empty() { self.op_owners() } else { Vec::new() };
         let owner = |i: usize| by_op.get(i).copied().filter(|&o| o != u32::MAX);
         if let Some(sp) = &mut spans {
-            sp.start(cmd);
+            let count = phases.iter().max().map_or(0, |p| p + 1);
+            sp.start(cmd, count, self.ops.len() as u32);
         }
         let barrier = |src_stage, src_access, dst_stage, dst_access| {
             let mb = [vk::MemoryBarrier::default().src_access_mask(src_access).dst_access_mask(dst_access)];

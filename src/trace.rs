@@ -72,7 +72,7 @@
 //! With both, the GPU spans of single commands also name their context (`ctx`).
 
 use crate::device::Device;
-use crate::error::{map_oom, Result};
+use crate::error::Result;
 use crate::kernel::RawKernel;
 use crate::timestamps::RawQueryPool;
 use ash::vk;
@@ -993,10 +993,20 @@ impl GpuCommand {
     }
 }
 
+/// Query pools of completed submissions, reset, for a queue's next flushes.
+pub(crate) type SparePools = Arc<Mutex<Vec<RawQueryPool>>>;
+
+/// How many spare pools a queue keeps (more than the submissions usually in flight).
+const MAX_SPARE_POOLS: usize = 8;
+
 /// The GPU timing of one recording: a query pool with a timestamp at the start and one after
 /// each group of commands (a phase, or a command; see [`TraceDetail`]).
 pub(crate) struct GpuSpans {
-    pool: RawQueryPool,
+    device: Device,
+    /// Taken when encoding starts (`None` before, or if the driver could not make one).
+    pool: Option<RawQueryPool>,
+    /// Pools of completed submissions, shared by the queue's flushes.
+    spare: SparePools,
     used: u32,
     per_command: bool,
     commands: Vec<GpuCommand>,
@@ -1010,49 +1020,68 @@ pub(crate) struct GpuSpans {
 }
 
 impl GpuSpans {
-    /// Room for `capacity` timestamps: a pool from `spare` (pools of completed submissions,
-    /// reset by [`GpuSpans::into_pool`]) that is large enough, else a new one (sized to a power
-    /// of two, for reuse), reset from the host.
-    pub fn new(device: &Device, capacity: u32, detail: TraceDetail, spare: &mut Vec<RawQueryPool>) -> Result<Self> {
-        let pool = match spare.iter().position(|p| p.count >= capacity) {
-            Some(i) => spare.swap_remove(i),
-            None => {
-                let count = capacity.max(64).next_power_of_two();
-                let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(count);
-                // SAFETY: the device is live and supports timestamp queries (checked when the
-                // trace or the timing was turned on).
-                let pool =
-                    unsafe { device.raw().create_query_pool(&info, None) }.map_err(map_oom("vkCreateQueryPool"))?;
-                let pool = RawQueryPool { device: device.clone(), pool, count };
-                // SAFETY: the pool is new: no work uses it; hostQueryReset is enabled (as
-                // above).
-                unsafe { device.raw().reset_query_pool(pool.pool, 0, pool.count) };
-                pool
-            }
-        };
-        Ok(GpuSpans {
-            pool,
+    /// Spans for a recording of `ops` ops; the query pool is taken when encoding starts
+    /// ([`GpuSpans::start`]), from `spare` where one is large enough.
+    pub fn new(device: &Device, ops: u32, detail: TraceDetail, spare: SparePools) -> Self {
+        let capacity = ops as usize + 2;
+        GpuSpans {
+            device: device.clone(),
+            pool: None,
+            spare,
             used: 0,
             per_command: detail == TraceDetail::Commands,
-            commands: Vec::with_capacity(capacity as usize),
-            owners: Vec::with_capacity(capacity as usize),
-            groups: Vec::with_capacity(capacity as usize),
+            commands: Vec::with_capacity(capacity),
+            owners: Vec::with_capacity(capacity),
+            groups: Vec::with_capacity(capacity),
             open: 0,
-        })
+        }
     }
 
-    /// The submission's first timestamp (top of pipe).
-    pub fn start(&mut self, cmd: vk::CommandBuffer) {
+    /// The submission's first timestamp (top of pipe), once the encoder knows its `phases`.
+    /// The pool holds a timestamp for the start, the clear and each phase (with
+    /// [`TraceDetail::Commands`], for the start, the clear and each of the `ops`).
+    pub fn start(&mut self, cmd: vk::CommandBuffer, phases: u32, ops: u32) {
+        let needed = if self.per_command { ops + 2 } else { phases + 2 };
+        self.pool = self.take_pool(needed);
         self.stamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE);
     }
 
-    fn stamp(&mut self, cmd: vk::CommandBuffer, stage: vk::PipelineStageFlags) -> bool {
-        if self.used >= self.pool.count {
-            return false;
+    /// The smallest spare pool of at least `needed` queries (spares were reset by
+    /// [`GpuSpans::into_pool`]), else a new one, sized to a power of two (at least 64, so that
+    /// pools of phase timestamps are all alike and every one can be reused) and reset from the
+    /// host. `None` if the driver cannot make one: this submission then has no GPU spans.
+    fn take_pool(&self, needed: u32) -> Option<RawQueryPool> {
+        {
+            let mut spare = crate::executor::core::lock(&self.spare);
+            let best = spare.iter().enumerate().filter(|(_, p)| p.count >= needed).min_by_key(|(_, p)| p.count);
+            if let Some(i) = best.map(|(i, _)| i) {
+                return Some(spare.swap_remove(i));
+            }
         }
+        let count = needed.max(64).next_power_of_two();
+        let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(count);
+        // SAFETY: the device is live and supports timestamp queries (checked when the trace or
+        // the timing was turned on).
+        match unsafe { self.device.raw().create_query_pool(&info, None) } {
+            Ok(pool) => {
+                let pool = RawQueryPool { device: self.device.clone(), pool, count };
+                // SAFETY: the pool is new: no work uses it; hostQueryReset is enabled (as
+                // above).
+                unsafe { self.device.raw().reset_query_pool(pool.pool, 0, pool.count) };
+                Some(pool)
+            }
+            Err(e) => {
+                log::warn!("vkasync: no query pool for a submission's GPU spans ({e}); it is traced without them");
+                None
+            }
+        }
+    }
+
+    fn stamp(&mut self, cmd: vk::CommandBuffer, stage: vk::PipelineStageFlags) -> bool {
+        let Some(pool) = self.pool.as_ref().filter(|p| self.used < p.count) else { return false };
         // SAFETY: `cmd` is recording; the pool is live (held by the recording until its
         // submission completes) and was reset; the index is inside it.
-        unsafe { self.pool.device.raw().cmd_write_timestamp(cmd, stage, self.pool.pool, self.used) };
+        unsafe { self.device.raw().cmd_write_timestamp(cmd, stage, pool.pool, self.used) };
         self.used += 1;
         true
     }
@@ -1084,27 +1113,29 @@ impl GpuSpans {
 
     /// The query pool, for reuse, once the submission completed: the queries it wrote are
     /// reset here (only those, not the whole pool).
-    pub fn into_pool(self) -> RawQueryPool {
+    pub fn into_pool(self) {
+        let Some(pool) = self.pool else { return };
         if self.used > 0 {
             // SAFETY: the submission that wrote these queries completed (the caller's
             // contract), so no pending work uses the pool; hostQueryReset is enabled (checked
             // when the trace or the timing was turned on).
-            unsafe { self.pool.device.raw().reset_query_pool(self.pool.pool, 0, self.used) };
+            unsafe { self.device.raw().reset_query_pool(pool.pool, 0, self.used) };
         }
-        self.pool
+        let mut spare = crate::executor::core::lock(&self.spare);
+        if spare.len() < MAX_SPARE_POOLS {
+            spare.push(pool);
+        }
     }
 
     /// Once the submission completed: the ticks (`None` if not all are available).
     fn ticks(&self) -> Option<Vec<u64>> {
-        if self.used == 0 {
-            return None;
-        }
+        let pool = self.pool.as_ref().filter(|_| self.used > 0)?;
         let mut out = vec![[0u64; 2]; self.used as usize];
         // SAFETY: the pool is live and `0..used` is inside it; each entry has room for the value
         // and its availability.
         let r = unsafe {
-            self.pool.device.raw().get_query_pool_results(
-                self.pool.pool,
+            self.device.raw().get_query_pool_results(
+                pool.pool,
                 0,
                 &mut out,
                 vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WITH_AVAILABILITY,
@@ -1120,7 +1151,7 @@ impl GpuSpans {
     /// trace, emits the GPU spans.
     pub fn finish(&self, value: u64, trace: Option<&QueueTrace>, src: &dyn SpanSource) {
         let Some(ticks) = self.ticks() else { return };
-        let period = self.pool.device.limits().timestamp_period_ns as f64;
+        let period = self.device.limits().timestamp_period_ns as f64;
         let bounds = |g: usize| {
             let first = self.groups[g] as usize;
             let end = self.groups.get(g + 1).map_or(self.commands.len() - self.open as usize, |&n| n as usize);

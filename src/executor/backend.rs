@@ -128,7 +128,7 @@ pub(crate) struct VulkanBackend {
     /// Where the GPU spans' timestamps go.
     detail: crate::trace::TraceDetail,
     /// Query pools of completed submissions, for the next flushes.
-    spare_pools: Vec<crate::timestamps::RawQueryPool>,
+    spare_pools: crate::trace::SparePools,
     /// With a trace: when the recording epoch got its first command (trace clock, ns), and when
     /// each in-flight submission was submitted (same order as `in_flight`).
     epoch_start: Option<i64>,
@@ -175,7 +175,7 @@ pub(crate) struct FlushJob {
     pool: Option<CommandPool>,
     /// The counter as read when the job was taken: command buffers at or below it are reused.
     completed: u64,
-    spare_pools: Vec<crate::timestamps::RawQueryPool>,
+    spare_pools: crate::trace::SparePools,
     spans: bool,
     detail: crate::trace::TraceDetail,
     trace: Option<Arc<QueueTrace>>,
@@ -206,7 +206,7 @@ impl VulkanBackend {
             timing: opts.timing(),
             spans: opts.timing() || trace.is_some(),
             detail: opts.detail(),
-            spare_pools: Vec::new(),
+            spare_pools: crate::trace::SparePools::default(),
             trace,
             epoch_start: None,
             submit_ns: VecDeque::new(),
@@ -231,10 +231,8 @@ impl VulkanBackend {
         }
         if let Some(sp) = rec.spans.take() {
             sp.finish(value, self.trace.as_deref(), &*rec);
-            // A few pools are kept for the next flushes.
-            if self.spare_pools.len() < 4 {
-                self.spare_pools.push(sp.into_pool());
-            }
+            // Reset, and kept for the next flushes.
+            sp.into_pool();
         }
         if let (Some(t), Some(start)) = (&self.trace, self.submit_ns.pop_front()) {
             t.async_span(HostKind::InFlight, start, &[value]);
@@ -278,7 +276,7 @@ impl Backend for VulkanBackend {
             rec,
             pool: self.pool.take(),
             completed,
-            spare_pools: std::mem::take(&mut self.spare_pools),
+            spare_pools: self.spare_pools.clone(),
             spans: self.spans,
             detail: self.detail,
             trace: self.trace.clone(),
@@ -307,9 +305,8 @@ impl Backend for VulkanBackend {
             return Ok(FlushInfo { value: 0, submitted: false, ..FlushInfo::default() });
         }
         if job.spans {
-            // A timestamp at the start, after each command (at most one per op) and after the
-            // clear.
-            rec.spans = Some(GpuSpans::new(&job.device, rec.ops.len() as u32 + 2, job.detail, &mut job.spare_pools)?);
+            // Its query pool is taken when encoding starts, sized to the phases.
+            rec.spans = Some(GpuSpans::new(&job.device, rec.ops.len() as u32, job.detail, job.spare_pools.clone()));
         }
         // No pool: the device was lost, and the pool was leaked with what it ran.
         let pool = job.pool.as_mut().ok_or(crate::Error::DeviceLost)?;
@@ -354,9 +351,7 @@ impl Backend for VulkanBackend {
     }
 
     fn end_flush(&mut self, job: FlushJob) {
-        let FlushJob { rec, pool, mut spare_pools, submit_ns, submitted, .. } = job;
-        spare_pools.truncate(4usize.saturating_sub(self.spare_pools.len()));
-        self.spare_pools.append(&mut spare_pools);
+        let FlushJob { rec, pool, submit_ns, submitted, .. } = job;
         if self.abandoned {
             // The device was lost while the job ran: what it submitted may still be running
             // in a driver that no longer answers, so it is leaked with the pool, as in
