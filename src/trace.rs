@@ -1161,7 +1161,9 @@ impl GpuSpans {
         // Each context's time is summed here, then added to its clock once.
         let table = src.owners();
         let mut per_owner = vec![0f64; table.len()];
-        for (g, w) in ticks.windows(2).enumerate().take(self.groups.len()) {
+        // Without per-context time (a trace alone) there is nobody to charge.
+        let charged = if table.is_empty() { 0 } else { self.groups.len() };
+        for (g, w) in ticks.windows(2).enumerate().take(charged) {
             let cmds = &self.commands[bounds(g)];
             let span = w[1].saturating_sub(w[0]) as f64 * period;
             let whole: f64 = cmds.iter().map(|c| c.weight).sum();
