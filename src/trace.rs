@@ -4,8 +4,10 @@
 //! # Turning it on
 //! Set `VKASYNC_TRACE=path.json` for any program (every executor and queue of the process then
 //! writes into that one file), or call [`crate::ExecutorBuilder::trace`] /
-//! [`crate::QueueBuilder::trace`] for one executor or queue. The file is (re)written whenever a
-//! traced executor or queue is dropped, with everything traced so far. Off, tracing costs one
+//! [`crate::QueueBuilder::trace`] for one executor or queue. Executors and queues traced to the
+//! same path (the queues of a [`crate::QueueSet`], say) share that file, each queue with its
+//! own GPU track. The file is (re)written whenever a traced executor or queue is dropped, with
+//! everything traced so far. Off, tracing costs one
 //! branch per traced point. On, each host thread stores its events in its own log, without a
 //! lock, in chunks of 1 MiB (about 76 bytes per job of the mix workload). On an H200's host a
 //! trace cost 1.07–1.11× the untraced executor's time on that workload (`BENCHMARKS.md`).
@@ -30,6 +32,8 @@
 //!   id, and the native task's; in a native task it ends where the poll that saw the work
 //!   done started); `recording` from an epoch's first command to its flush;
 //!   `in flight` from just before `vkQueueSubmit` to when the host saw the timeline value.
+//!   Flushes, waits, epochs and submissions carry their queue's number (`queue`, the GPU
+//!   track's), since every queue has its own timeline values.
 //! - **The GPU** (process "vkasync GPU", one track per queue): each submission as a span, and
 //!   inside it the commands the GPU ran: every dispatch (named after its kernel), every copy
 //!   (copies that the flush merged into one `vkCmdCopyBuffer` are one command) and the clear
@@ -118,7 +122,7 @@ impl TraceOptions {
     /// The queue's trace (from the builder, else from `VKASYNC_TRACE`), if any.
     pub fn open(&self, device: &Device) -> Result<Option<Arc<QueueTrace>>> {
         let sink = match &self.path {
-            Some(p) => Some(Sink::new(p.clone())),
+            Some(p) => Some(Sink::for_path(p.clone())),
             None => env_sink(),
         };
         let Some(sink) = sink else { return Ok(None) };
@@ -144,7 +148,7 @@ fn env_sink() -> Option<Arc<Sink>> {
     static SINK: OnceLock<Option<Arc<Sink>>> = OnceLock::new();
     SINK.get_or_init(|| {
         let path = std::env::var_os("VKASYNC_TRACE").filter(|p| !p.is_empty())?;
-        Some(Sink::new(PathBuf::from(path)))
+        Some(Sink::for_path(PathBuf::from(path)))
     })
     .clone()
 }
@@ -209,7 +213,7 @@ pub(crate) enum HostKind {
     Poll,
     /// A task's spawn (instant): task.
     Spawn,
-    /// A flush: value, waiters.
+    /// A flush: value, waiters, queue.
     Flush,
     /// Coalesced work encoded at flush start.
     EncodeBatches,
@@ -217,15 +221,15 @@ pub(crate) enum HostKind {
     Encode,
     /// `vkQueueSubmit`.
     Submit,
-    /// A host wait (spin, then block): value.
+    /// A host wait (spin, then block): value, queue.
     Wait,
-    /// An executor's spin before it parks: value, reached.
+    /// An executor's spin before it parks: value, reached, queue.
     Spin,
     /// An await that had to wait (async): ctx, ok, task (0: none).
     Await,
-    /// An epoch's recording (async): ops.
+    /// An epoch's recording (async): ops, queue.
     Recording,
-    /// A submission in flight (async): value.
+    /// A submission in flight (async): value, queue.
     InFlight,
 }
 
@@ -249,15 +253,15 @@ impl HostKind {
         match self {
             HostKind::Poll => ("poll", "task", b'X', &["task", "ready"]),
             HostKind::Spawn => ("spawn", "task", b'i', &["task"]),
-            HostKind::Flush => ("flush", "flush", b'X', &["value", "waiters"]),
+            HostKind::Flush => ("flush", "flush", b'X', &["value", "waiters", "queue"]),
             HostKind::EncodeBatches => ("encode_batches", "flush", b'X', &[]),
             HostKind::Encode => ("encode", "flush", b'X', &["ops"]),
             HostKind::Submit => ("submit", "flush", b'X', &[]),
-            HostKind::Wait => ("wait", "wait", b'X', &["value"]),
-            HostKind::Spin => ("spin", "wait", b'X', &["value", "reached"]),
+            HostKind::Wait => ("wait", "wait", b'X', &["value", "queue"]),
+            HostKind::Spin => ("spin", "wait", b'X', &["value", "reached", "queue"]),
             HostKind::Await => ("await", "await", b'b', &["ctx", "ok", "task"]),
-            HostKind::Recording => ("recording", "epoch", b'b', &["ops"]),
-            HostKind::InFlight => ("in flight", "submission", b'b', &["value"]),
+            HostKind::Recording => ("recording", "epoch", b'b', &["ops", "queue"]),
+            HostKind::InFlight => ("in flight", "submission", b'b', &["value", "queue"]),
         }
     }
 }
@@ -613,6 +617,21 @@ pub(crate) fn next_id() -> u64 {
 }
 
 impl Sink {
+    /// The sink of `path` (as given): one per file in the process, shared by every executor
+    /// and queue traced there (`VKASYNC_TRACE`'s included), so that the file holds all their
+    /// tracks rather than the last writer's alone.
+    fn for_path(path: PathBuf) -> Arc<Self> {
+        static SINKS: Mutex<Vec<(PathBuf, std::sync::Weak<Sink>)>> = Mutex::new(Vec::new());
+        let mut sinks = crate::executor::core::lock(&SINKS);
+        sinks.retain(|(_, sink)| sink.strong_count() > 0);
+        if let Some(sink) = sinks.iter().filter(|(p, _)| *p == path).find_map(|(_, sink)| sink.upgrade()) {
+            return sink;
+        }
+        let sink = Sink::new(path.clone());
+        sinks.push((path, Arc::downgrade(&sink)));
+        sink
+    }
+
     fn new(path: PathBuf) -> Arc<Self> {
         // Read back to back: the pairing error is tens of nanoseconds.
         let base = Instant::now();
@@ -894,7 +913,21 @@ impl QueueTrace {
     pub fn span(&self, kind: HostKind, start: Instant, args: &[u64]) {
         let now = Instant::now();
         let ts = self.sink.ns(start);
-        self.sink.push_host(kind, false, ts, (self.sink.ns(now) - ts).max(0) as u64, args);
+        self.sink.push_host(kind, false, ts, (self.sink.ns(now) - ts).max(0) as u64, &self.queued(kind, args));
+    }
+
+    /// `args`, with this queue's number as the last argument where the kind has one (several
+    /// queues can write one file, and their timeline values overlap).
+    fn queued(&self, kind: HostKind, args: &[u64]) -> [u64; 3] {
+        let mut out = [0u64; 3];
+        for (o, a) in out.iter_mut().zip(args) {
+            *o = *a;
+        }
+        let keys = kind.info().3;
+        if keys.last() == Some(&"queue") {
+            out[keys.len() - 1] = self.queue as u64;
+        }
+        out
     }
 
     /// A complete span on the calling thread, from `start` ([`QueueTrace::stamp`]) to now.
@@ -916,7 +949,7 @@ impl QueueTrace {
 
     /// An async span from `start` to `end` (both [`QueueTrace::stamp`]s).
     pub fn async_span_to(&self, kind: HostKind, start: i64, end: i64, args: &[u64]) {
-        self.sink.push_host(kind, true, start, (end - start).max(0) as u64, args);
+        self.sink.push_host(kind, true, start, (end - start).max(0) as u64, &self.queued(kind, args));
     }
 
     fn gpu_span(&self, name: Name, ts: i64, end: i64, args: Args) {

@@ -30,6 +30,8 @@ async fn job(ctx: Ctx, mix: Kernel, seed: u32, n: usize) -> Result<(), Error> {
 
 struct Span {
     name: String,
+    /// The track (`tid`): a host thread, or a GPU queue.
+    track: u64,
     ts: f64,
     end: f64,
     args: Value,
@@ -75,6 +77,7 @@ fn spans(events: &[Value], pid: u64, cat: &str) -> Vec<Span> {
             let ts = e["ts"].as_f64().unwrap();
             Span {
                 name: e["name"].as_str().unwrap().into(),
+                track: e["tid"].as_u64().unwrap(),
                 ts,
                 end: ts + e["dur"].as_f64().unwrap(),
                 args: e["args"].clone(),
@@ -106,17 +109,21 @@ fn async_spans(events: &[Value], cat: &str) -> Vec<(f64, f64, Value)> {
 /// Every GPU command lies in its GPU submission span, and every GPU submission lies inside
 /// its host `in flight` span (submit call to completion seen) within the calibration error.
 fn check_gpu_inside_host(events: &[Value]) -> usize {
+    // Timeline values are per queue: a GPU span's queue is its track, an `in flight` span's
+    // its `queue` argument.
     let gpu = spans(events, 2, "gpu");
-    let flights: HashMap<u64, (f64, f64)> =
-        async_spans(events, "submission").into_iter().map(|(s, e, a)| (a["value"].as_u64().unwrap(), (s, e))).collect();
-    let subs: HashMap<u64, &Span> = gpu
+    let flights: HashMap<(u64, u64), (f64, f64)> = async_spans(events, "submission")
+        .into_iter()
+        .map(|(s, e, a)| ((a["queue"].as_u64().unwrap(), a["value"].as_u64().unwrap()), (s, e)))
+        .collect();
+    let subs: HashMap<(u64, u64), &Span> = gpu
         .iter()
         .filter(|s| s.name.starts_with("submission"))
-        .map(|s| (s.args["value"].as_u64().unwrap(), s))
+        .map(|s| ((s.track, s.args["value"].as_u64().unwrap()), s))
         .collect();
     assert!(!subs.is_empty(), "no GPU submission spans");
     for s in &gpu {
-        let value = s.args["value"].as_u64().unwrap();
+        let value = (s.track, s.args["value"].as_u64().unwrap());
         let err = s.args["calibration_error_ns"].as_f64().unwrap() / 1e3;
         assert!((0.0..50_000.0).contains(&err), "calibration error {err} µs");
         let (h0, h1) = flights[&value];
@@ -331,4 +338,66 @@ fn trace_with_and_without_per_context_time() {
         check_gpu_inside_host(&events);
     }
     common::finish(device);
+}
+
+/// Two queues of a `QueueSet` (two logical devices) traced to the same path write one file
+/// with both queues' GPU tracks, not the last writer's alone.
+#[test]
+fn a_set_of_two_devices_traced_into_one_file() {
+    let devices = [common::device(), common::device()];
+    let path = tmp("set");
+    {
+        let queues = devices.iter().map(|d| Queue::builder(d).trace(&path).build().unwrap()).collect();
+        let set = vkasync::QueueSet::from_queues(queues).unwrap();
+        let mix = set.per_device(|d| Kernel::new(d, &kernels::MIX)).unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+        rt.block_on(async {
+            let handles: Vec<_> = (0..40u32)
+                .map(|i| {
+                    let ctx = set.context();
+                    let mix = mix.get(ctx.device()).unwrap().clone();
+                    tokio::spawn(job(ctx, mix, i, 256))
+                })
+                .collect();
+            for h in handles {
+                h.await.unwrap().unwrap();
+            }
+        });
+        let dispatches: Vec<u64> = set.stats().iter().map(|s| s.dispatches).collect();
+        assert!(dispatches.iter().all(|&d| d > 0), "both devices ran jobs: {dispatches:?}");
+    }
+    // The queues close without blocking: their drivers write the trace as they end.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let events = loop {
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                let tracks = v["traceEvents"].as_array().map_or(0, |e| {
+                    e.iter().filter(|e| e["ph"] == "M" && e["pid"] == 2 && e["name"] == "thread_name").count()
+                });
+                if tracks == 2 && dispatches(&spans(&load(&path), 2, "gpu"), "mix") == 40 {
+                    break load(&path);
+                }
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "no trace with both queues' 40 dispatches");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let _ = std::fs::remove_file(&path);
+    // One GPU track per queue, each with its own dispatches.
+    let gpu = spans(&events, 2, "gpu");
+    let per_track: std::collections::BTreeMap<u64, usize> = events
+        .iter()
+        .filter(|e| {
+            e["ph"] == "X" && e["pid"] == 2 && e["cat"] == "gpu" && e["name"].as_str().unwrap().starts_with("mix")
+        })
+        .fold(Default::default(), |mut m, e| {
+            *m.entry(e["tid"].as_u64().unwrap()).or_default() += e["args"]["commands"].as_u64().unwrap_or(1) as usize;
+            m
+        });
+    assert_eq!(per_track.len(), 2, "{per_track:?}");
+    assert_eq!(dispatches(&gpu, "mix"), 40);
+    check_gpu_inside_host(&events);
+    for d in devices {
+        common::finish(d);
+    }
 }
