@@ -597,16 +597,12 @@ struct Logs {
     all: RefCell<Vec<(u64, Arc<ThreadLog>)>>,
 }
 
-/// The native task being polled on this thread (0: none).
-pub(crate) fn current_task() -> u64 {
-    CURRENT_TASK.with(|c| c.get().0)
-}
-
-/// When the poll of the native task being polled on this thread started, if there is one.
-pub(crate) fn poll_started() -> Option<i64> {
+/// The native task being polled on this thread (0: none) and, if there is one, when its poll
+/// started.
+pub(crate) fn current_poll() -> (u64, Option<i64>) {
     match CURRENT_TASK.with(|c| c.get()) {
-        (0, _) => None,
-        (_, started) => Some(started),
+        (0, _) => (0, None),
+        (task, started) => (task, Some(started)),
     }
 }
 

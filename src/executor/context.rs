@@ -145,7 +145,7 @@ impl Ctx {
     /// GPU. Resolves at once if it recorded nothing (or all of it is known complete).
     pub fn synchronize(&self) -> Synchronize {
         let batch = lock(&self.state.last).clone();
-        let ctx = if self.shared.trace.is_some() { self.state.id() } else { 0 };
+        let ctx = self.trace_id();
         Synchronize { inner: SyncFuture::new(self.shared.clone(), batch, ctx) }
     }
 
@@ -221,7 +221,7 @@ impl Ctx {
     /// Records the read-back and starts the wait under one hold of the queue's lock.
     pub async fn read<T: Pod>(&self, src: &Buffer<T>) -> Result<Vec<T>> {
         let mut step = Some(self.read_back_step(src)?);
-        let ctx = if self.shared.trace.is_some() { self.state.id() } else { 0 };
+        let ctx = self.trace_id();
         let mut rb = None;
         let mut wait: Option<SyncFuture<VulkanBackend>> = None;
         std::future::poll_fn(|cx| {
@@ -262,7 +262,7 @@ impl Ctx {
             self.batch(kind, item.take().expect("not taken yet"))?;
             wait = Some(self.synchronize().inner);
         }
-        let ctx = if self.shared.trace.is_some() { self.state.id() } else { 0 };
+        let ctx = self.trace_id();
         std::future::poll_fn(|cx| {
             let poll = match &mut wait {
                 Some(w) => Pin::new(w).poll(cx),
@@ -287,6 +287,15 @@ impl Ctx {
             }
         })
         .await
+    }
+
+    /// The context's id in the queue's trace (0 when it is not traced), for its awaits.
+    fn trace_id(&self) -> u64 {
+        if self.shared.trace.is_some() {
+            self.state.id()
+        } else {
+            0
+        }
     }
 
     /// Submits everything recorded so far by all tasks now, without waiting.

@@ -1178,10 +1178,8 @@ impl<B: Backend> SyncFuture<B> {
         if let (Some(t), Some(since)) = (&self.core.trace, self.since.take()) {
             // In a native task, the wait ends where the poll that saw it done started (one
             // clock read less per await); elsewhere, now.
-            let (task, end) = match crate::trace::poll_started() {
-                Some(started) if started >= since => (crate::trace::current_task(), started),
-                _ => (crate::trace::current_task(), t.stamp()),
-            };
+            let (task, started) = crate::trace::current_poll();
+            let end = started.filter(|&s| s >= since).unwrap_or_else(|| t.stamp());
             t.async_span_to(HostKind::Await, since, end, &[self.ctx, out.is_ok() as u64, task]);
         }
         Poll::Ready(out)
