@@ -636,8 +636,20 @@ impl Device {
         self.shared.submit(command_buffers)
     }
 
+    /// Makes the device behave as lost from now on, as if the driver had answered the next
+    /// call with `VK_ERROR_DEVICE_LOST`: every later submit, counter read and wait fails with
+    /// [`Error::DeviceLost`], a wait already blocked fails when it returns, and the runtime
+    /// takes its device-loss path (waiters fail, in-flight memory is leaked). The GPU itself
+    /// goes on: this exists only so that tests can take that path on drivers where no valid
+    /// call loses the device (see [`Device::debug_host_signal`] for lavapipe's).
+    #[doc(hidden)]
+    pub fn debug_simulate_loss(&self) {
+        self.shared.lost.store(true, Ordering::SeqCst);
+    }
+
     /// Host-signals the timeline. Signalling a value at or below the current one is invalid
-    /// usage; it exists only so that tests can drive a driver into device loss.
+    /// usage; it exists only so that tests can drive a driver into device loss (lavapipe
+    /// answers it so; elsewhere it is undefined: use [`Device::debug_simulate_loss`]).
     #[doc(hidden)]
     pub fn debug_host_signal(&self, value: u64) -> Result<()> {
         let info = vk::SemaphoreSignalInfo::default().semaphore(self.shared.timeline).value(value);
@@ -709,6 +721,9 @@ impl DeviceShared {
         let ns = timeout.map_or(u64::MAX, |t| t.as_nanos().min(u64::MAX as u128) as u64);
         // SAFETY: the semaphore is live; the arrays outlive the call.
         match unsafe { self.device.wait_semaphores(&info, ns) } {
+            // Lost while this wait was blocked (a loss that the driver reported to another
+            // call, or a simulated one): the value says nothing.
+            Ok(()) if self.lost.load(Ordering::SeqCst) => Err(Error::DeviceLost),
             Ok(()) => {
                 self.completed.fetch_max(value, Ordering::SeqCst);
                 Ok(true)

@@ -113,13 +113,14 @@ fn cancelling_a_wait_from_tokio_frees_its_slot_and_the_gpu_work_still_completes(
     let (device, mix) = setup();
     let queue = Queue::new(&device).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_time().build().unwrap();
-    let n = 1usize << 18;
+    // Kernels that outlast the 5 ms timeouts ten times over.
+    let (n, k, _) = heavy(&device, &mix, 1 << 18, 4000, Duration::from_millis(50));
     rt.block_on(async {
         // A long kernel on a buffer that the cancelled job owns (and drops when cancelled).
         let (ctx, m) = (queue.context(), mix.clone());
         let long = async move {
             let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
-            ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 4000]))?;
+            ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
             ctx.synchronize().await
         };
         let r = tokio::time::timeout(Duration::from_millis(5), long).await;
@@ -129,7 +130,7 @@ fn cancelling_a_wait_from_tokio_frees_its_slot_and_the_gpu_work_still_completes(
         tokio::select! {
             r = async move {
                 let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
-                ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 4000]))?;
+                ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
                 ctx.synchronize().await
             } => panic!("the long kernel finished first: {r:?}"),
             _ = tokio::time::sleep(Duration::from_millis(5)) => {}
@@ -161,7 +162,8 @@ fn device_loss_reaches_every_tokio_waiter() {
     let (device, mix) = setup();
     let queue = Queue::new(&device).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
-    let n = 1usize << 16;
+    // Work that is still running well after the 20 ms the jobs get to submit it.
+    let (n, k, _) = heavy(&device, &mix, 1 << 16, 2000, Duration::from_millis(100));
     let errors = rt.block_on(async {
         let handles: Vec<_> = (0..8)
             .map(|_| {
@@ -173,7 +175,7 @@ fn device_loss_reaches_every_tokio_waiter() {
                             &m,
                             [m.groups_for(n as u64), 1, 1],
                             &[(&buf).into()],
-                            bytemuck::bytes_of(&[n as u32, 2000]),
+                            bytemuck::bytes_of(&[n as u32, k]),
                         )?;
                     }
                     ctx.flush();
@@ -182,7 +184,7 @@ fn device_loss_reaches_every_tokio_waiter() {
             })
             .collect();
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let _ = queue.device().debug_host_signal(0);
+        lose_device(queue.device());
         let mut errors = Vec::new();
         for h in handles {
             errors.push(h.await.unwrap());
@@ -359,7 +361,9 @@ fn a_lone_job_spins_for_its_own_submission_and_needs_no_wake() {
 fn a_waited_group_goes_out_behind_one_submission_in_flight_at_depth_2() {
     let _w = Watchdog::new(Duration::from_secs(300));
     let (device, mix) = setup();
-    let n = 64 * 64usize;
+    // Eight of these dispatches in a row make a long submission.
+    let (n, _, _) = heavy(&device, &mix, 64 * 64, 65_000, Duration::from_millis(25));
+    let groups = [mix.groups_for(n as u64), 1, 1];
     for depth in [2, 1] {
         let queue = Queue::builder(&device).pipeline_depth(depth).spin_before_wait(Duration::ZERO).build().unwrap();
         // A long submission: several maximal `mix` dispatches over n elements, flushed and not
@@ -369,7 +373,7 @@ fn a_waited_group_goes_out_behind_one_submission_in_flight_at_depth_2() {
         long.upload(&long_buf, &vec![3; n]).unwrap();
         let rounds = 8;
         for _ in 0..rounds {
-            long.dispatch(&mix, [64, 1, 1], &[(&long_buf).into()], bytemuck::bytes_of(&[n as u32, 65_000])).unwrap();
+            long.dispatch(&mix, groups, &[(&long_buf).into()], bytemuck::bytes_of(&[n as u32, 65_000])).unwrap();
         }
         let long_rb = long.read_back(&long_buf).unwrap();
         long.flush();
@@ -408,7 +412,7 @@ fn a_waited_group_goes_out_behind_one_submission_in_flight_at_depth_2() {
         let buf = Buffer::<u32>::new(&device, n, MemoryKind::Device).unwrap();
         ctx.upload(&buf, &vec![seed; n]).unwrap();
         for _ in 0..8 {
-            ctx.dispatch(&mix, [64, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 65_000])).unwrap();
+            ctx.dispatch(&mix, groups, &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 65_000])).unwrap();
         }
         let rb = ctx.read_back(&buf).unwrap();
         ctx.flush();

@@ -20,14 +20,22 @@ fn a_task_woken_from_another_thread_runs_while_a_long_kernel_is_waited_for() {
     let mix = Kernel::new(&device, &kernels::MIX).unwrap();
     let exec = Executor::new(&device).unwrap();
 
-    // Task A: a kernel that runs for a second or more on lavapipe (n = 2^19, K = 4,000).
-    let (n, k) = (1usize << 19, 4000u32);
+    // Task A: a kernel that runs for a second or more on lavapipe (n = 2^19, K = 4,000), and
+    // at least 200 ms elsewhere.
+    let (n, k, took) = common::heavy(&device, &mix, 1 << 19, 4000, Duration::from_millis(200));
+    // The wake comes once the executor waits for A (a quarter of A's time after A recorded its
+    // work), well before A is done.
+    let delay = (took / 4).min(Duration::from_millis(300));
     let (ctx, m, dev) = (exec.context(), mix.clone(), device.clone());
+    // Set once A's work is recorded (filling a large upload takes a while on the loop's thread).
+    let recorded = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let rec = recorded.clone();
     let long = exec.spawn(async move {
         let data: Vec<u32> = (0..n as u32).collect();
         let buf = Buffer::<u32>::new(&dev, n, MemoryKind::Device)?;
         ctx.upload(&buf, &data)?;
         ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
+        rec.store(true, std::sync::atomic::Ordering::SeqCst);
         let out = ctx.read(&buf).await?;
         Ok::<_, vkasync::Error>((out, Instant::now()))
     });
@@ -39,7 +47,10 @@ fn a_task_woken_from_another_thread_runs_while_a_long_kernel_is_waited_for() {
         (sent, Instant::now())
     });
     let sender = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
+        while !recorded.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(delay);
         let _ = tx.send(Instant::now());
     });
 

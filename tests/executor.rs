@@ -221,13 +221,14 @@ fn a_panicking_task_gives_a_join_error_and_others_carry_on() {
 #[test]
 fn dropping_the_executor_with_work_in_flight_waits_then_frees() {
     let (device, mix) = setup();
+    let (n, k, _) = heavy(&device, &mix, 1 << 16, 2000, std::time::Duration::from_millis(50));
     {
         let exec = Executor::new(&device).unwrap();
         let (ctx, m, dev) = (exec.context(), mix.clone(), device.clone());
         // Records heavy work, flushes it, then waits for something that never comes.
         let _h = exec.spawn(async move {
-            let buf = Buffer::<u32>::new(&dev, 1 << 16, MemoryKind::Device).unwrap();
-            record_heavy(&ctx, &m, &buf, 2000);
+            let buf = Buffer::<u32>::new(&dev, n, MemoryKind::Device).unwrap();
+            record_heavy(&ctx, &m, &buf, k);
             ctx.flush();
             futures::future::pending::<()>().await;
         });
@@ -246,14 +247,15 @@ fn dropping_the_executor_with_work_in_flight_waits_then_frees() {
 fn an_optional_timeout_reaches_the_waiting_task_and_work_still_completes() {
     let _w = Watchdog::new(std::time::Duration::from_secs(120));
     let (device, mix) = setup();
+    // Work that outlasts the 1 ms timeout several times over.
+    let (n, k, _) = heavy(&device, &mix, 1 << 16, 3000, std::time::Duration::from_millis(20));
     let exec = Executor::builder(&device).wait_timeout(Some(std::time::Duration::from_millis(1))).build().unwrap();
     let (ctx, m, dev) = (exec.context(), mix.clone(), device.clone());
     let h = exec.spawn(async move {
-        let n = 1 << 16;
         let data: Vec<u32> = (0..n as u32).collect();
         let buf = Buffer::<u32>::new(&dev, n, MemoryKind::Device).unwrap();
         ctx.upload(&buf, &data).unwrap();
-        record_heavy(&ctx, &m, &buf, 3000);
+        record_heavy(&ctx, &m, &buf, k);
         let rb = ctx.read_back(&buf).unwrap();
         let mut timeouts = 0;
         loop {
@@ -267,7 +269,7 @@ fn an_optional_timeout_reaches_the_waiting_task_and_work_still_completes() {
             }
         }
         let out = rb.into_vec().unwrap();
-        assert!(data.iter().zip(&out).all(|(&x, &y)| y == mix_cpu(x, 3000)));
+        check_mix_sample(&out, |i| data[i as usize], k);
         timeouts
     });
     let timeouts = h.join().unwrap();
@@ -286,7 +288,7 @@ fn device_loss_at_submit_reaches_every_waiting_task() {
     let dev = device.clone();
     // Runs after the waiters recorded and suspended, before the idle flush.
     let loser = exec.spawn(async move {
-        let _ = dev.debug_host_signal(0);
+        lose_device(&dev);
     });
     exec.run();
     loser.join().unwrap();
@@ -306,6 +308,7 @@ fn device_loss_at_submit_reaches_every_waiting_task() {
 fn device_loss_during_a_wait_reaches_every_waiting_task() {
     let _w = Watchdog::new(std::time::Duration::from_secs(60));
     let (device, mix) = setup();
+    let (n, k, _) = heavy(&device, &mix, 1 << 16, 2000, std::time::Duration::from_millis(50));
     // Every command is flushed as soon as it is recorded, so the work is submitted before the
     // device is lost and the executor's wait is what meets the loss.
     let exec = Executor::builder(&device).max_pending_ops(1).build().unwrap();
@@ -313,15 +316,15 @@ fn device_loss_during_a_wait_reaches_every_waiting_task() {
         .map(|_| {
             let (ctx, m, dev) = (exec.context(), mix.clone(), device.clone());
             exec.spawn(async move {
-                let buf = Buffer::<u32>::new(&dev, 1 << 16, MemoryKind::Device)?;
-                record_heavy(&ctx, &m, &buf, 2000);
+                let buf = Buffer::<u32>::new(&dev, n, MemoryKind::Device)?;
+                record_heavy(&ctx, &m, &buf, k);
                 ctx.synchronize().await
             })
         })
         .collect();
     let dev = device.clone();
     let loser = exec.spawn(async move {
-        let _ = dev.debug_host_signal(0);
+        lose_device(&dev);
     });
     exec.run();
     loser.join().unwrap();
@@ -402,18 +405,17 @@ fn the_adaptive_spin_catches_short_waits_and_stops_spinning_for_long_kernels() {
     assert_eq!(s.submits, 10, "{s}");
     assert!(s.host_waits < 5, "short waits should end within the spin: {s}");
     drop(exec);
-    // Long kernels (milliseconds on lavapipe) against a 200 µs bound: the first wait spins (for
-    // twice the initial estimate of half the bound), then the estimate passes the bound and
-    // the executor blocks without spinning at all.
+    // Long kernels (milliseconds) against a 200 µs bound: the first wait spins (for twice the
+    // initial estimate of half the bound), then the estimate passes the bound and the executor
+    // blocks without spinning at all.
+    let (n, k, _) = heavy(&device, &mix, 1 << 16, 3000, Duration::from_millis(5));
     let exec = Executor::builder(&device).adaptive_spin(Duration::from_micros(200)).build().unwrap();
     let mut spun_after_first = 0;
     for round in 0..4u32 {
-        let h = exec.spawn(mix_task(exec.context(), mix.clone(), round, 1 << 16, 3000));
+        let h = exec.spawn(mix_task(exec.context(), mix.clone(), round, n, k));
         exec.run();
         let out = h.join().unwrap().unwrap();
-        for i in [0u32, 12345, (1 << 16) - 1] {
-            assert_eq!(out[i as usize], mix_cpu(i ^ round.wrapping_mul(2654435761), 3000), "element {i}");
-        }
+        check_mix_sample(&out, |i| i ^ round.wrapping_mul(2654435761), k);
         if round == 0 {
             spun_after_first = exec.stats().spin_ns;
             assert!(spun_after_first > 0, "the first wait should spin");

@@ -239,6 +239,45 @@ fn validation_layer_messages_are_counted() {
     assert!(device.validation_messages().iter().any(|m| m.contains("VUID")), "{:?}", device.validation_messages());
 }
 
+/// A simulated loss (what the device-loss tests use where the driver has no way to lose the
+/// device) fails every later call, and a wait that was already blocked when it came fails when
+/// it returns, though the GPU finished the work.
+#[test]
+fn a_simulated_loss_fails_later_calls_and_a_blocked_wait() {
+    let device = device();
+    let mix = Kernel::new(&device, &kernels::MIX).unwrap();
+    let (n, k, _) = heavy(&device, &mix, 1 << 16, 2000, std::time::Duration::from_millis(200));
+    let exec = vkasync::Executor::new(&device).unwrap();
+    let ctx = exec.context();
+    let buf = Buffer::<u32>::new(&device, n, MemoryKind::Device).unwrap();
+    ctx.dispatch(&mix, [mix.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k])).unwrap();
+    ctx.flush();
+    let value = device.last_submitted();
+    assert!(value > 0 && device.completed_value().unwrap() < value, "the work should still run");
+    let waiter = {
+        let device = device.clone();
+        std::thread::spawn(move || device.wait(value, None))
+    };
+    // Well inside the work's 200 ms or more: the wait is blocked by now.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    device.debug_simulate_loss();
+    assert_eq!(waiter.join().unwrap(), Err(Error::DeviceLost));
+    assert!(device.is_lost());
+    assert_eq!(device.completed_value(), Err(Error::DeviceLost));
+    assert_eq!(device.wait(value, None), Err(Error::DeviceLost));
+    let late = exec.block_on({
+        let (ctx, dev) = (exec.context(), device.clone());
+        async move {
+            let small = Buffer::<u32>::new(&dev, 1, MemoryKind::Device)?;
+            ctx.upload(&small, &[1])?;
+            ctx.synchronize().await
+        }
+    });
+    assert_eq!(late, Err(Error::DeviceLost));
+    assert_no_validation_messages(&device);
+    drop((buf, exec));
+}
+
 /// Regression: the blocking path dropped its recording right after the submit, before the wait,
 /// so a buffer or kernel that only the command list still held was destroyed while the GPU used
 /// it (`VUID-vkDestroyBuffer-buffer-00922`, and a crash inside lavapipe).

@@ -66,7 +66,7 @@ fn run_combo(device: &Device, mix: &Kernel, c: Combo) {
             for (i, tx) in senders.into_iter().enumerate() {
                 ctx.dispatch(&m, [2, 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, 10]))?;
                 if c.loss == Some(i) {
-                    let _ = dev.debug_host_signal(0);
+                    lose_device(&dev);
                 }
                 if c.panic == Some(i) {
                     panic!("victim panics at {i}");
@@ -154,6 +154,11 @@ fn every_drop_abort_panic_and_loss_point() {
     }));
     let points = || std::iter::once(None).chain((0..POINTS).map(Some));
     let shared = device();
+    // A lost device is never destroyed once work was in flight (its memory is leaked by design),
+    // and drivers cap the devices a process holds (NVIDIA's at about 84). On lavapipe every
+    // combination gets its own lost device; elsewhere (where the loss is simulated) only the
+    // combinations with a loss and no handle drop run: 48 lost devices, not 192.
+    let every_loss = shared.info().name.contains("llvmpipe");
     let shared_mix = Kernel::new(&shared, &kernels::MIX).unwrap();
     let mut tried = 0;
     for loss in points() {
@@ -161,6 +166,11 @@ fn every_drop_abort_panic_and_loss_point() {
             for abort in points() {
                 for drop_handle in points() {
                     let c = Combo { abort, drop_handle, panic, loss };
+                    if loss.is_some() && drop_handle.is_some() && !every_loss {
+                        continue;
+                    }
+                    // Shown with a failing test's output.
+                    eprintln!("combination {tried}: {c:?}");
                     if loss.is_some() {
                         // A lost device stays lost: each such combination gets its own.
                         let dev = device();
@@ -177,7 +187,7 @@ fn every_drop_abort_panic_and_loss_point() {
             }
         }
     }
-    assert_eq!(tried, 4 * 4 * 4 * 4);
+    assert_eq!(tried, if every_loss { 4 * 4 * 4 * 4 } else { 4 * 4 * 4 + 3 * 4 * 4 });
     drop(shared_mix);
     finish(shared);
 }

@@ -153,8 +153,10 @@
 //! and ends, so nothing blocks in that `Drop`.
 //!
 //! **Device loss and timeouts.** `VK_ERROR_DEVICE_LOST` from a submit or a wait is fatal: every
-//! waiting task gets [`Error::DeviceLost`](crate::Error::DeviceLost), in-flight resources are released (the GPU no longer
-//! runs them), and every later await fails the same way. Nothing hangs. With
+//! waiting task gets [`Error::DeviceLost`](crate::Error::DeviceLost), and every later await fails the same way. Nothing
+//! hangs. What was in flight is leaked, not freed: after a loss nothing says when the driver
+//! stops touching that memory, and the recordings hold the device, so a lost device with work
+//! in flight is never destroyed. With
 //! [`ExecutorBuilder::wait_timeout`], a GPU wait that passes the timeout wakes the tasks waiting
 //! for values up to the awaited one with [`Error::Timeout`](crate::Error::Timeout); their work stays in flight and its
 //! resources are held until it completes. There is no timeout by default.

@@ -129,3 +129,95 @@ pub async fn mix_task(ctx: Ctx, mix: Kernel, t: u32, n: usize, k: u32) -> Result
 pub fn mix_expected(t: u32, n: usize, k: u32) -> Vec<u32> {
     (0..n as u32).map(|i| mix_cpu(i ^ t.wrapping_mul(2654435761), k)).collect()
 }
+
+/// Loses the device on purpose, for the device-loss tests. Lavapipe answers an invalid host
+/// signal of the timeline with `VK_ERROR_DEVICE_LOST`, so there the loss comes from the driver
+/// (and the validation layer reports the invalid signal: see
+/// [`assert_only_intended_validation_messages`]). Elsewhere that invalid usage is undefined
+/// behaviour, so the runtime simulates the loss instead ([`Device::debug_simulate_loss`]): the
+/// same path from the failed call on, while the GPU finishes its work.
+/// `VKASYNC_TEST_SIMULATED_LOSS=1` takes the simulated path on lavapipe too.
+pub fn lose_device(device: &Device) {
+    let simulate = std::env::var("VKASYNC_TEST_SIMULATED_LOSS").is_ok_and(|v| v == "1");
+    if device.info().name.contains("llvmpipe") && !simulate {
+        let _ = device.debug_host_signal(0);
+    } else {
+        device.debug_simulate_loss();
+    }
+}
+
+/// The size of `mix` work (elements, rounds) that keeps this device busy for at least `target`
+/// in one dispatch, for tests that act while work is in flight, with the time one such
+/// dispatch took: starting from `n` elements and `k` rounds (what the test used on lavapipe,
+/// where it takes milliseconds or more), the rounds grow up to 65,000 (the kernel's bound per
+/// dispatch), then the elements double (up to 2^26), until a dispatch measured on the device
+/// takes that long on the GPU's clock ([`vkasync::Ctx::gpu_time`]). On a discrete GPU a fixed
+/// size would finish in microseconds. A size is accepted at once when it took twice the target,
+/// else on the shortest of three runs, all after a small unmeasured dispatch. Measured once per
+/// size and target in a process.
+pub fn heavy(
+    device: &Device,
+    mix: &Kernel,
+    n: usize,
+    k: u32,
+    target: std::time::Duration,
+) -> (usize, u32, std::time::Duration) {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    use std::time::Duration;
+    type Sizes = HashMap<(usize, u32, Duration), (usize, u32, Duration)>;
+    static SIZES: Mutex<Option<Sizes>> = Mutex::new(None);
+    let key = (n, k, target);
+    if let Some(&size) = SIZES.lock().unwrap().get_or_insert_with(HashMap::new).get(&key) {
+        return size;
+    }
+    // Timed on the GPU's clock: other tests' devices share the GPU, and a wall-clock time would
+    // include the wait for their work (hundreds of milliseconds on an H200 under the suite).
+    let exec = vkasync::Executor::builder(device).gpu_timing(true).build().unwrap();
+    let run = |n: usize, k: u32| {
+        let (ctx, m, dev) = (exec.context(), mix.clone(), device.clone());
+        exec.block_on(async move {
+            let buf = Buffer::<u32>::new(&dev, n, MemoryKind::Device)?;
+            ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
+            ctx.synchronize().await?;
+            Ok::<_, Error>(ctx.gpu_time().expect("GPU timing is on"))
+        })
+        .unwrap()
+    };
+    // The device's first dispatches also pay for first use (memory, pipelines, the layer): a
+    // small one first, unmeasured.
+    run(64, 1);
+    let (mut n, mut k) = (n, k);
+    let took = loop {
+        let mut took = run(n, k);
+        if took < 2 * target {
+            took = took.min(run(n, k)).min(run(n, k));
+        }
+        // Shown with a failing test's output.
+        eprintln!("heavy: mix over {n} elements, {k} rounds: {took:?} (target {target:?})");
+        if took >= target || n >= 1 << 26 {
+            break took;
+        }
+        if k < 65_000 {
+            let grow = (target.as_secs_f64() / took.as_secs_f64().max(1e-6)).ceil().max(2.0);
+            k = (k as f64 * grow).min(65_000.0) as u32;
+        } else {
+            n *= 2;
+        }
+    };
+    drop(exec);
+    SIZES.lock().unwrap().get_or_insert_with(HashMap::new).insert(key, (n, k, took));
+    (n, k, took)
+}
+
+/// Checks `out`, the result of `mix` with `k` rounds over `input`, at 16 places spread over it
+/// (the first and the last included): with heavy work a full check on the CPU would take
+/// minutes.
+pub fn check_mix_sample(out: &[u32], input: impl Fn(u32) -> u32, k: u32) {
+    let n = out.len();
+    assert!(n > 0);
+    for j in 0..16 {
+        let i = if j == 15 { n - 1 } else { j * (n / 15) + j % 7 }.min(n - 1);
+        assert_eq!(out[i], mix_cpu(input(i as u32), k), "element {i} of {n}");
+    }
+}

@@ -83,6 +83,14 @@ fn test() -> Result<(), String> {
         "again, driving the device as a discrete GPU (VKASYNC_TEST_ALWAYS_STAGE=1: staging copies everywhere), one test at a time",
         c,
     )?;
+    // The device-loss tests lose lavapipe's device through the driver (an invalid host signal);
+    // other drivers get a loss simulated by the runtime (see tests/common), tested here too.
+    let mut c = cargo();
+    c.args(["test", "--tests", "--", "loss"]).env("VKASYNC_VALIDATION", "1").env("VKASYNC_TEST_SIMULATED_LOSS", "1");
+    run(
+        "the device-loss tests again, with the loss simulated as on drivers other than lavapipe (VKASYNC_TEST_SIMULATED_LOSS=1)",
+        c,
+    )?;
     let mut c = cargo();
     c.args(["test", "--doc"]).env("VKASYNC_VALIDATION", "1");
     run("the documentation examples (cargo test --doc)", c)?;
