@@ -10,7 +10,8 @@
 //! everything traced so far. Off, tracing costs one
 //! branch per traced point. On, each host thread stores its events in its own log, without a
 //! lock, in chunks of 1 MiB (about 76 bytes per job of the mix workload). On an H200's host a
-//! trace cost 1.07–1.11× the untraced executor's time on that workload (`BENCHMARKS.md`).
+//! trace cost 1.07–1.13× the untraced executor's time on that workload (medians over 6 to 30
+//! processes; `BENCHMARKS.md`).
 //!
 //! ```no_run
 //! use vkasync::{Device, Executor};
