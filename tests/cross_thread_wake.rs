@@ -47,7 +47,9 @@ fn a_task_woken_from_another_thread_runs_while_a_long_kernel_is_waited_for() {
         (sent, Instant::now())
     });
     let sender = std::thread::spawn(move || {
-        while !recorded.load(std::sync::atomic::Ordering::SeqCst) {
+        // Bounded: if A fails before recording, the test fails on A's result, not in a hang.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !recorded.load(std::sync::atomic::Ordering::SeqCst) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
         }
         std::thread::sleep(delay);
