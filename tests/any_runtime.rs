@@ -120,7 +120,7 @@ fn cancelling_a_wait_from_tokio_frees_its_slot_and_the_gpu_work_still_completes(
         let (ctx, m) = (queue.context(), mix.clone());
         let long = async move {
             let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
-            ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
+            dispatch_mix(&ctx, &m, &buf, k)?;
             ctx.synchronize().await
         };
         let r = tokio::time::timeout(Duration::from_millis(5), long).await;
@@ -130,7 +130,7 @@ fn cancelling_a_wait_from_tokio_frees_its_slot_and_the_gpu_work_still_completes(
         tokio::select! {
             r = async move {
                 let buf = Buffer::<u32>::new(ctx.device(), n, MemoryKind::Device)?;
-                ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
+                dispatch_mix(&ctx, &m, &buf, k)?;
                 ctx.synchronize().await
             } => panic!("the long kernel finished first: {r:?}"),
             _ = tokio::time::sleep(Duration::from_millis(5)) => {}

@@ -34,7 +34,7 @@ fn a_task_woken_from_another_thread_runs_while_a_long_kernel_is_waited_for() {
         let data: Vec<u32> = (0..n as u32).collect();
         let buf = Buffer::<u32>::new(&dev, n, MemoryKind::Device)?;
         ctx.upload(&buf, &data)?;
-        ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
+        common::dispatch_mix(&ctx, &m, &buf, k)?;
         rec.store(true, std::sync::atomic::Ordering::SeqCst);
         let out = ctx.read(&buf).await?;
         Ok::<_, vkasync::Error>((out, Instant::now()))

@@ -120,8 +120,7 @@ fn barriers_do_not_grow_with_tasks_when_each_does_copy_dispatch_copy() {
 
 /// A long-running `mix` so that work is still in flight when the test acts.
 fn record_heavy(ctx: &Ctx, mix: &Kernel, buf: &Buffer<u32>, k: u32) {
-    let n = buf.len();
-    ctx.dispatch(mix, [mix.groups_for(n as u64), 1, 1], &[buf.into()], bytemuck::bytes_of(&[n as u32, k])).unwrap();
+    dispatch_mix(ctx, mix, buf, k).unwrap();
 }
 
 #[test]

@@ -250,7 +250,7 @@ fn a_simulated_loss_fails_later_calls_and_a_blocked_wait() {
     let exec = vkasync::Executor::new(&device).unwrap();
     let ctx = exec.context();
     let buf = Buffer::<u32>::new(&device, n, MemoryKind::Device).unwrap();
-    ctx.dispatch(&mix, [mix.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k])).unwrap();
+    dispatch_mix(&ctx, &mix, &buf, k).unwrap();
     ctx.flush();
     let value = device.last_submitted();
     assert!(value > 0 && device.completed_value().unwrap() < value, "the work should still run");

@@ -31,7 +31,7 @@ fn adjacent_pair(device: &Device, n: usize, kind: MemoryKind) -> (Buffer<u32>, B
 fn robust_buffer_access_is_on_by_default_and_uses_robustness2_where_offered() {
     let device = device();
     assert!(device.robust_buffer_access());
-    if device.info().name.contains("llvmpipe") {
+    if is_lavapipe(&device) {
         // lavapipe offers VK_EXT_robustness2 (shared/GPU.md).
         assert_eq!(device.robust_access(), RobustAccess::Robustness2);
     }

@@ -158,7 +158,7 @@ fn every_drop_abort_panic_and_loss_point() {
     // and drivers cap the devices a process holds (NVIDIA's at about 84). On lavapipe every
     // combination gets its own lost device; elsewhere (where the loss is simulated) only the
     // combinations with a loss and no handle drop run: 48 lost devices, not 192.
-    let every_loss = shared.info().name.contains("llvmpipe");
+    let every_loss = is_lavapipe(&shared);
     let shared_mix = Kernel::new(&shared, &kernels::MIX).unwrap();
     let mut tried = 0;
     for loss in points() {

@@ -130,6 +130,17 @@ pub fn mix_expected(t: u32, n: usize, k: u32) -> Vec<u32> {
     (0..n as u32).map(|i| mix_cpu(i ^ t.wrapping_mul(2654435761), k)).collect()
 }
 
+/// Whether `device` is lavapipe (Mesa's CPU Vulkan driver, the device of CI).
+pub fn is_lavapipe(device: &Device) -> bool {
+    device.info().name.contains("llvmpipe")
+}
+
+/// Records one `mix` with `k` rounds over all of `buf`.
+pub fn dispatch_mix(ctx: &Ctx, mix: &Kernel, buf: &Buffer<u32>, k: u32) -> Result<(), Error> {
+    let n = buf.len();
+    ctx.dispatch(mix, [mix.groups_for(n as u64), 1, 1], &[buf.into()], bytemuck::bytes_of(&[n as u32, k]))
+}
+
 /// Loses the device on purpose, for the device-loss tests. Lavapipe answers an invalid host
 /// signal of the timeline with `VK_ERROR_DEVICE_LOST`, so there the loss comes from the driver
 /// (and the validation layer reports the invalid signal: see
@@ -139,7 +150,7 @@ pub fn mix_expected(t: u32, n: usize, k: u32) -> Vec<u32> {
 /// `VKASYNC_TEST_SIMULATED_LOSS=1` takes the simulated path on lavapipe too.
 pub fn lose_device(device: &Device) {
     let simulate = std::env::var("VKASYNC_TEST_SIMULATED_LOSS").is_ok_and(|v| v == "1");
-    if device.info().name.contains("llvmpipe") && !simulate {
+    if is_lavapipe(device) && !simulate {
         let _ = device.debug_host_signal(0);
     } else {
         device.debug_simulate_loss();
@@ -163,13 +174,11 @@ pub fn heavy(
     k: u32,
     target: std::time::Duration,
 ) -> (usize, u32, std::time::Duration) {
-    use std::collections::HashMap;
-    use std::sync::Mutex;
     use std::time::Duration;
-    type Sizes = HashMap<(usize, u32, Duration), (usize, u32, Duration)>;
-    static SIZES: Mutex<Option<Sizes>> = Mutex::new(None);
+    type Size = (usize, u32, Duration);
+    static SIZES: std::sync::Mutex<Vec<(Size, Size)>> = std::sync::Mutex::new(Vec::new());
     let key = (n, k, target);
-    if let Some(&size) = SIZES.lock().unwrap().get_or_insert_with(HashMap::new).get(&key) {
+    if let Some(&(_, size)) = SIZES.lock().unwrap().iter().find(|(k, _)| *k == key) {
         return size;
     }
     // Timed on the GPU's clock: other tests' devices share the GPU, and a wall-clock time would
@@ -181,7 +190,7 @@ pub fn heavy(
         let (ctx, m, dev) = (exec.context(), mix.clone(), device.clone());
         exec.block_on(async move {
             let buf = Buffer::<u32>::new(&dev, n, MemoryKind::Device)?;
-            ctx.dispatch(&m, [m.groups_for(n as u64), 1, 1], &[(&buf).into()], bytemuck::bytes_of(&[n as u32, k]))?;
+            dispatch_mix(&ctx, &m, &buf, k)?;
             let start = std::time::Instant::now();
             ctx.synchronize().await?;
             Ok::<_, Error>(ctx.gpu_time().unwrap_or_else(|| start.elapsed()))
@@ -210,7 +219,7 @@ pub fn heavy(
         }
     };
     drop(exec);
-    SIZES.lock().unwrap().get_or_insert_with(HashMap::new).insert(key, (n, k, took));
+    SIZES.lock().unwrap().push((key, (n, k, took)));
     (n, k, took)
 }
 
