@@ -631,7 +631,7 @@ impl Recording {
         let owner = |i: usize| by_op.get(i).copied().filter(|&o| o != u32::MAX);
         if let Some(sp) = &mut spans {
             let count = phases.iter().max().map_or(0, |p| p + 1);
-            sp.start(cmd, count, self.ops.len() as u32);
+            sp.start(cmd, count, self.ops.len() as u32, !by_op.is_empty());
         }
         let barrier = |src_stage, src_access, dst_stage, dst_access| {
             let mb = [vk::MemoryBarrier::default().src_access_mask(src_access).dst_access_mask(dst_access)];
@@ -675,7 +675,7 @@ impl Recording {
             }
             flush(run);
             if let Some(sp) = &mut spans {
-                sp.command(cmd, crate::trace::Command::Clear, 0.0, None);
+                sp.command(cmd, crate::trace::Command::Clear, || 0.0, None);
                 sp.end_group(cmd);
             }
             if !self.ops.is_empty() {
@@ -778,11 +778,10 @@ impl Recording {
                         }
                         stats.dispatches += 1;
                         if let Some(sp) = &mut spans {
-                            let weight = crate::trace::dispatch_weight(kernel, *groups);
                             sp.command(
                                 cmd,
-                                crate::trace::Command::Dispatch(i as u32),
-                                weight,
+                                crate::trace::Command::Dispatch(i as u32, Arc::as_ptr(kernel) as usize),
+                                || crate::trace::dispatch_weight(kernel, *groups),
                                 owner(i).map(|o| (o, 1)),
                             );
                         }
@@ -849,7 +848,7 @@ impl Recording {
                                 .flat_map(|slot| copy_ops.get(slot).map_or(&[][..], |o| &o[..]))
                                 .filter_map(|&(i, b)| owner(i).map(|o| (o, b)));
                             let what = crate::trace::Command::Copy(bytes, kernel_regions.len() as u32);
-                            sp.command(cmd, what, crate::trace::copy_weight(bytes), owners);
+                            sp.command(cmd, what, || crate::trace::copy_weight(bytes), owners);
                         }
                     }
                     None => by_kernel.clear(),
@@ -877,7 +876,7 @@ impl Recording {
                     let bytes: u64 = regions.iter().map(|r| r.size).sum();
                     let owners = ops.iter().filter_map(|&(i, b)| owner(i).map(|o| (o, b)));
                     let what = crate::trace::Command::Copy(bytes, regions.len() as u32);
-                    sp.command(cmd, what, crate::trace::copy_weight(bytes), owners);
+                    sp.command(cmd, what, || crate::trace::copy_weight(bytes), owners);
                 }
             }
             if let Some(sp) = &mut spans {

@@ -10,8 +10,8 @@
 //! everything traced so far. Off, tracing costs one
 //! branch per traced point. On, each host thread stores its events in its own log, without a
 //! lock, in chunks of 1 MiB (about 76 bytes per job of the mix workload). On an H200's host a
-//! trace cost 1.07–1.13× the untraced executor's time on that workload (medians over 6 to 30
-//! processes; `BENCHMARKS.md`).
+//! trace costs 1.07× the untraced executor's time on that workload at T = 1,000 (median over 20
+//! processes; 1.12× before the changes of session 23; `BENCHMARKS.md`).
 //!
 //! ```no_run
 //! use vkasync::{Device, Executor};
@@ -24,7 +24,9 @@
 //!
 //! # What a trace holds
 //! - **Host threads** (process "vkasync host", one track per thread, named after the thread):
-//!   every poll of a native task (`poll`, with the task's id), each flush (`flush`, with
+//!   every poll of a native task (`poll`, with the task's id; the executor's consecutive polls
+//!   share a clock read, so a poll that follows another starts where that one ended, and its
+//!   span includes the loop's few tens of nanoseconds between the two), each flush (`flush`, with
 //!   `encode_batches`, `encode` and `submit` inside it), each host wait (`wait`: the spin and
 //!   the block) and each spin of an executor before it parks (`spin`). A task's spawn is an
 //!   instant event on the spawning thread.
@@ -165,13 +167,14 @@ pub(crate) type Args = smallvec::SmallVec<[(&'static str, u64); 3]>;
 enum Name {
     Static(&'static str),
     Owned(Box<str>),
-    Kernel(Arc<RawKernel>),
-    /// `copy N B (R regions)`.
-    Copy(u64, u32),
+    /// A kernel's name, with ` ×N` where the span covers N > 1 dispatches of it.
+    Kernel(Arc<RawKernel>, u32),
+    /// `copy N B (R regions)`, with ` ×N` as above.
+    Copy(u64, u32, u32),
     /// `submission V`.
     Submission(u64),
-    /// `kernel ×N`.
-    Many(Box<Name>, u32),
+    /// `name ×N`.
+    Many(&'static str, u32),
 }
 
 impl Name {
@@ -180,15 +183,19 @@ impl Name {
         let _ = match self {
             Name::Static(s) => write!(out, "{s}"),
             Name::Owned(s) => write!(out, "{s}"),
-            Name::Kernel(k) => write!(out, "{}", k.name),
-            Name::Copy(b, 1) => write!(out, "copy {b} B"),
-            Name::Copy(b, r) => write!(out, "copy {b} B ({r} regions)"),
+            Name::Kernel(k, n) => write!(out, "{}", k.name).and_then(|_| times(out, *n)),
+            Name::Copy(b, 1, n) => write!(out, "copy {b} B").and_then(|_| times(out, *n)),
+            Name::Copy(b, r, n) => write!(out, "copy {b} B ({r} regions)").and_then(|_| times(out, *n)),
             Name::Submission(v) => write!(out, "submission {v}"),
-            Name::Many(n, c) => {
-                n.write(out);
-                write!(out, " ×{c}")
-            }
+            Name::Many(s, n) => write!(out, "{s}").and_then(|_| times(out, *n)),
         };
+        /// ` ×N` where N > 1.
+        fn times(out: &mut String, n: u32) -> std::fmt::Result {
+            match n {
+                0 | 1 => Ok(()),
+                n => write!(out, " ×{n}"),
+            }
+        }
     }
 }
 
@@ -250,6 +257,7 @@ impl HostKind {
     ];
 
     /// Name, category, phase (`X` span, `i` instant, `b` async span) and argument names.
+    #[inline(always)]
     fn info(self) -> (&'static str, &'static str, u8, &'static [&'static str]) {
         match self {
             HostKind::Poll => ("poll", "task", b'X', &["task", "ready"]),
@@ -275,6 +283,7 @@ type HostEvent = (HostKind, bool, i64, u64, [u64; 3]);
 /// (a few nanoseconds to read, against tens for `Instant::now`), else nanoseconds since the
 /// first call. A sink turns ticks into nanoseconds by the rate it measures between its creation
 /// and its write.
+#[inline(always)]
 pub(crate) fn ticks() -> u64 {
     #[cfg(target_arch = "x86_64")]
     if invariant_tsc() {
@@ -282,24 +291,45 @@ pub(crate) fn ticks() -> u64 {
         #[allow(unused_unsafe)]
         return unsafe { core::arch::x86_64::_rdtsc() };
     }
+    ticks_from_instant()
+}
+
+/// [`ticks`] without an invariant time-stamp counter.
+#[inline(never)]
+fn ticks_from_instant() -> u64 {
     static BASE: OnceLock<Instant> = OnceLock::new();
     BASE.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
 /// Whether the time-stamp counter runs at a constant rate in every power state (CPUID
-/// 0x8000_0007, EDX bit 8).
+/// 0x8000_0007, EDX bit 8): 0 not known yet, 1 yes, 2 no.
 #[cfg(target_arch = "x86_64")]
+static INVARIANT_TSC: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
 fn invariant_tsc() -> bool {
-    static INVARIANT: OnceLock<bool> = OnceLock::new();
-    *INVARIANT.get_or_init(|| {
-        // SAFETY: CPUID is available on every x86_64 processor; the leaf is checked against
-        // the highest extended leaf first.
-        #[allow(unused_unsafe)]
-        unsafe {
-            core::arch::x86_64::__cpuid(0x8000_0000).eax >= 0x8000_0007
-                && core::arch::x86_64::__cpuid(0x8000_0007).edx & (1 << 8) != 0
-        }
-    })
+    match INVARIANT_TSC.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => invariant_tsc_init(),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[cold]
+#[inline(never)]
+fn invariant_tsc_init() -> bool {
+    // SAFETY: CPUID is available on every x86_64 processor; the leaf is checked against the
+    // highest extended leaf first.
+    #[allow(unused_unsafe)]
+    let yes = unsafe {
+        core::arch::x86_64::__cpuid(0x8000_0000).eax >= 0x8000_0007
+            && core::arch::x86_64::__cpuid(0x8000_0007).edx & (1 << 8) != 0
+    };
+    // Racing first calls compute the same answer.
+    INVARIANT_TSC.store(if yes { 1 } else { 2 }, Ordering::Relaxed);
+    yes
 }
 
 /// A block of [`ThreadLog::CHUNK`] 4-byte units for events. On Linux it is mapped with its pages
@@ -418,7 +448,8 @@ impl ThreadLog {
     }
 
     /// Stores an event; `ticked`: its times are in [`ticks`], else in nanoseconds. Only the
-    /// log's own thread calls this.
+    /// log's own thread calls this. Inlined, so that the kind's layout folds at each call site.
+    #[inline(always)]
     fn put(&self, kind: HostKind, ticked: bool, ts: i64, dur: u64, args: &[u64]) {
         let (_, _, ph, keys) = kind.info();
         let arg = |i: usize| args.get(i).copied().unwrap_or(0);
@@ -573,10 +604,11 @@ thread_local! {
     /// This thread's track id (0 until first used).
     static TID: Cell<u32> = const { Cell::new(0) };
     /// This thread's log in each sink it wrote to.
-    static LOGS: Logs = const { Logs { last: Cell::new((0, std::ptr::null())), all: RefCell::new(Vec::new()) } };
-    /// The native task being polled on this thread (0: none), and when its poll started
-    /// ([`QueueTrace::stamp`]).
-    static CURRENT_TASK: Cell<(u64, i64)> = const { Cell::new((0, 0)) };
+    static LOGS: Logs = const { Logs { all: RefCell::new(Vec::new()) } };
+    /// The sink this thread wrote to last and its log there (which `LOGS` holds), or `(0,
+    /// null)`. Apart from `LOGS` because it needs no destructor: reading it costs no check of
+    /// whether the thread is exiting. A sink id is never 0, and never reused.
+    static LAST: Cell<(u64, *const ThreadLog)> = const { Cell::new((0, std::ptr::null())) };
 }
 
 /// A small number per host thread, its track id.
@@ -592,18 +624,23 @@ fn thread_tid() -> u32 {
 
 /// A thread's logs, by sink id.
 struct Logs {
-    /// The sink written last and this thread's log in it (which `all` holds). A sink id is
-    /// never 0, and never reused.
-    last: Cell<(u64, *const ThreadLog)>,
     all: RefCell<Vec<(u64, Arc<ThreadLog>)>>,
+}
+
+impl Drop for Logs {
+    fn drop(&mut self) {
+        // `LAST` may point into `all`, which is dropped after this: forget it first.
+        LAST.with(|l| l.set((0, std::ptr::null())));
+    }
 }
 
 /// The native task being polled on this thread (0: none) and, if there is one, when its poll
 /// started.
+#[inline]
 pub(crate) fn current_poll() -> (u64, Option<i64>) {
-    match CURRENT_TASK.with(|c| c.get()) {
-        (0, _) => (0, None),
-        (task, started) => (task, Some(started)),
+    match POLLING.with(|c| c.get()) {
+        Polling { task: 0, .. } => (0, None),
+        Polling { task, started, .. } => (task, Some(started)),
     }
 }
 
@@ -655,19 +692,26 @@ impl Sink {
     /// Adds an event of the calling host thread, to its own log (made, with the thread's name,
     /// on its first event). Events of a thread whose thread-locals are being destroyed are
     /// dropped.
+    #[inline(always)]
     fn push_host(&self, kind: HostKind, ticked: bool, ts: i64, dur: u64, args: &[u64]) {
-        let _ = LOGS.try_with(|logs| {
-            let (sink, log) = logs.last.get();
-            if sink == self.id {
-                // SAFETY: `last` points to a log that `all` holds an `Arc` of: `all` lets go of
-                // logs only in `log_for`, which sets `last` again.
-                return unsafe { &*log }.put(kind, ticked, ts, dur, args);
-            }
-            self.log_for(logs).put(kind, ticked, ts, dur, args);
-        });
+        let (sink, log) = LAST.with(|l| l.get());
+        if sink == self.id {
+            // SAFETY: `LAST` points to a log that `LOGS` holds an `Arc` of: `LOGS` lets go of
+            // logs only in `log_for`, which sets `LAST` again, and when the thread exits, after
+            // its `Drop` cleared `LAST`.
+            return unsafe { &*log }.put(kind, ticked, ts, dur, args);
+        }
+        self.push_host_first(kind, ticked, ts, dur, args);
     }
 
-    /// This thread's log in this sink, made on first use; it becomes `logs.last`.
+    /// [`Sink::push_host`] when this thread wrote last to another sink, or never.
+    #[cold]
+    #[inline(never)]
+    fn push_host_first(&self, kind: HostKind, ticked: bool, ts: i64, dur: u64, args: &[u64]) {
+        let _ = LOGS.try_with(|logs| self.log_for(logs).put(kind, ticked, ts, dur, args));
+    }
+
+    /// This thread's log in this sink, made on first use; it becomes `LAST`.
     #[cold]
     fn log_for<'a>(&self, logs: &'a Logs) -> &'a ThreadLog {
         let mut all = logs.all.borrow_mut();
@@ -685,7 +729,7 @@ impl Sink {
             }
         };
         let log: *const ThreadLog = Arc::as_ptr(&all[at].1);
-        logs.last.set((self.id, log));
+        LAST.with(|l| l.set((self.id, log)));
         // SAFETY: `all` holds the log's `Arc` until a later `log_for` drops it, which first
         // replaces `last`; the reference does not outlive this thread's `Logs`.
         unsafe { &*log }
@@ -693,6 +737,13 @@ impl Sink {
 
     fn push(&self, e: Event) {
         crate::executor::core::lock(&self.events).push(e);
+    }
+
+    fn push_all(&self, events: impl IntoIterator<Item = Event>) {
+        let mut all = crate::executor::core::lock(&self.events);
+        for e in events {
+            all.push(e);
+        }
     }
 
     /// Writes every event so far to the file (replacing it).
@@ -899,8 +950,9 @@ impl QueueTrace {
         Ok(QueueTrace { sink, queue, cal })
     }
 
-    /// Now, in [`ticks`] since the sink's base (for [`QueueTrace::span_from`] and
-    /// [`QueueTrace::async_span`]).
+    /// Now, in [`ticks`] since the sink's base (for [`QueueTrace::async_span`] and the `poll`
+    /// spans).
+    #[inline]
     pub fn stamp(&self) -> i64 {
         ticks().wrapping_sub(self.sink.base_ticks) as i64
     }
@@ -915,6 +967,7 @@ impl QueueTrace {
 
     /// `args`, with this queue's number as the last argument where the kind has one (several
     /// queues can write one file, and their timeline values overlap).
+    #[inline(always)]
     fn queued(&self, kind: HostKind, args: &[u64]) -> [u64; 3] {
         let mut out = [0u64; 3];
         for (o, a) in out.iter_mut().zip(args) {
@@ -927,13 +980,8 @@ impl QueueTrace {
         out
     }
 
-    /// A complete span on the calling thread, from `start` ([`QueueTrace::stamp`]) to now.
-    pub fn span_from(&self, kind: HostKind, start: i64, args: &[u64]) {
-        let end = self.stamp();
-        self.sink.push_host(kind, true, start, (end - start).max(0) as u64, args);
-    }
-
     /// An instant event on the calling thread.
+    #[inline]
     pub fn instant(&self, kind: HostKind, args: &[u64]) {
         self.sink.push_host(kind, true, self.stamp(), 0, args);
     }
@@ -945,13 +993,14 @@ impl QueueTrace {
     }
 
     /// An async span from `start` to `end` (both [`QueueTrace::stamp`]s).
+    #[inline]
     pub fn async_span_to(&self, kind: HostKind, start: i64, end: i64, args: &[u64]) {
         self.sink.push_host(kind, true, start, (end - start).max(0) as u64, &self.queued(kind, args));
     }
 
-    fn gpu_span(&self, name: Name, ts: i64, end: i64, args: Args) {
-        let e = Event { ph: b'X', pid: GPU_PID, tid: self.queue, name, cat: "gpu", ts, dur: end - ts, id: 0, args };
-        self.sink.push(e);
+    /// A span of this queue's GPU track.
+    fn gpu_span(&self, name: Name, ts: i64, end: i64, args: Args) -> Event {
+        Event { ph: b'X', pid: GPU_PID, tid: self.queue, name, cat: "gpu", ts, dur: end - ts, id: 0, args }
     }
 }
 
@@ -967,8 +1016,9 @@ impl Drop for QueueTrace {
 #[derive(Clone, Copy)]
 pub(crate) enum Command {
     Clear,
-    /// A dispatch: its op's index in the recording (whose kernel names it).
-    Dispatch(u32),
+    /// A dispatch: its op's index in the recording (whose kernel names it), and the kernel's
+    /// identity (its address: dispatches of one kernel are one kind of command).
+    Dispatch(u32, usize),
     /// Bytes and regions of one `vkCmdCopyBuffer`.
     Copy(u64, u32),
 }
@@ -987,11 +1037,13 @@ pub(crate) fn copy_weight(bytes: u64) -> f64 {
 /// One command of a submission: what it is, its share of a span it shares with others (a
 /// dispatch's invocations, a copy's 4-byte words, nothing for a clear), and the contexts it is
 /// charged to (`GpuSpans::owners[owners.0..owners.1]`). Plain data: encoding a command touches
-/// no reference count.
+/// no reference count. Without charging (a trace alone), a run of commands of one kind in one
+/// group is one entry, `count` commands named after the first.
 struct GpuCommand {
     what: Command,
     weight: f64,
     owners: (u32, u32),
+    count: u32,
 }
 
 /// What [`GpuSpans::finish`] needs of the recording: its table of owners (first op, end op,
@@ -1002,29 +1054,43 @@ pub(crate) trait SpanSource {
 }
 
 impl GpuCommand {
-    fn name(&self, src: &dyn SpanSource) -> Name {
+    /// The name of a span of `n` commands of this one's kind.
+    fn name(&self, src: &dyn SpanSource, n: u32) -> Name {
         match self.what {
-            Command::Clear => Name::Static("clear"),
-            Command::Dispatch(op) => src.kernel(op).map_or(Name::Static("dispatch"), |k| Name::Kernel(k.clone())),
-            Command::Copy(b, r) => Name::Copy(b, r),
+            Command::Clear => Name::Many("clear", n),
+            Command::Dispatch(op, _) => {
+                src.kernel(op).map_or(Name::Many("dispatch", n), |k| Name::Kernel(k.clone(), n))
+            }
+            Command::Copy(b, r) => Name::Copy(b, r, n),
         }
     }
+}
 
+impl Command {
     /// Commands of one kind, for grouping a phase's spans.
-    fn same_kind(&self, o: &GpuCommand, src: &dyn SpanSource) -> bool {
-        match (self.what, o.what) {
+    #[inline]
+    fn same_kind(&self, o: &Command) -> bool {
+        match (*self, *o) {
             (Command::Clear, Command::Clear) | (Command::Copy(..), Command::Copy(..)) => true,
-            (Command::Dispatch(a), Command::Dispatch(b)) => match (src.kernel(a), src.kernel(b)) {
-                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-                _ => false,
-            },
+            (Command::Dispatch(_, a), Command::Dispatch(_, b)) => a == b,
             _ => false,
         }
     }
 }
 
-/// Query pools of completed submissions, reset, for a queue's next flushes.
-pub(crate) type SparePools = Arc<Mutex<Vec<RawQueryPool>>>;
+/// Query pools and the vectors of [`GpuSpans`] of completed submissions, reset, for a queue's
+/// next flushes.
+pub(crate) type SparePools = Arc<Mutex<Spare>>;
+
+/// See [`SparePools`].
+#[derive(Default)]
+pub(crate) struct Spare {
+    pools: Vec<RawQueryPool>,
+    lists: Vec<Lists>,
+}
+
+/// A [`GpuSpans`]' commands, owners and groups.
+type Lists = (Vec<GpuCommand>, Vec<(u32, u64)>, Vec<u32>);
 
 /// How many spare pools a queue keeps (more than the submissions usually in flight).
 const MAX_SPARE_POOLS: usize = 8;
@@ -1039,6 +1105,10 @@ pub(crate) struct GpuSpans {
     spare: SparePools,
     used: u32,
     per_command: bool,
+    /// Whether commands are charged to contexts (else runs of one kind are merged).
+    charge: bool,
+    /// Commands recorded, merged or not.
+    total: u32,
     commands: Vec<GpuCommand>,
     /// The owners of all commands: (index in the recording's table, weight: bytes for a
     /// merged copy, else 1).
@@ -1054,23 +1124,31 @@ impl GpuSpans {
     /// ([`GpuSpans::start`]), from `spare` where one is large enough.
     pub fn new(device: &Device, ops: u32, detail: TraceDetail, spare: SparePools) -> Self {
         let capacity = ops as usize + 2;
+        let lists = crate::executor::core::lock(&spare).lists.pop();
+        let (commands, owners, groups) = lists.unwrap_or_else(|| {
+            (Vec::with_capacity(capacity), Vec::with_capacity(capacity), Vec::with_capacity(capacity))
+        });
         GpuSpans {
             device: device.clone(),
             pool: None,
             spare,
             used: 0,
             per_command: detail == TraceDetail::Commands,
-            commands: Vec::with_capacity(capacity),
-            owners: Vec::with_capacity(capacity),
-            groups: Vec::with_capacity(capacity),
+            charge: true,
+            total: 0,
+            commands,
+            owners,
+            groups,
             open: 0,
         }
     }
 
     /// The submission's first timestamp (top of pipe), once the encoder knows its `phases`.
     /// The pool holds a timestamp for the start, the clear and each phase (with
-    /// [`TraceDetail::Commands`], for the start, the clear and each of the `ops`).
-    pub fn start(&mut self, cmd: vk::CommandBuffer, phases: u32, ops: u32) {
+    /// [`TraceDetail::Commands`], for the start, the clear and each of the `ops`). `charge`:
+    /// whether commands are charged to contexts (per-context time).
+    pub fn start(&mut self, cmd: vk::CommandBuffer, phases: u32, ops: u32, charge: bool) {
+        self.charge = charge;
         let needed = if self.per_command { ops + 2 } else { phases + 2 };
         self.pool = self.take_pool(needed);
         self.stamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE);
@@ -1083,9 +1161,9 @@ impl GpuSpans {
     fn take_pool(&self, needed: u32) -> Option<RawQueryPool> {
         {
             let mut spare = crate::executor::core::lock(&self.spare);
-            let best = spare.iter().enumerate().filter(|(_, p)| p.count >= needed).min_by_key(|(_, p)| p.count);
+            let best = spare.pools.iter().enumerate().filter(|(_, p)| p.count >= needed).min_by_key(|(_, p)| p.count);
             if let Some(i) = best.map(|(i, _)| i) {
-                return Some(spare.swap_remove(i));
+                return Some(spare.pools.swap_remove(i));
             }
         }
         let count = needed.max(64).next_power_of_two();
@@ -1116,17 +1194,31 @@ impl GpuSpans {
         true
     }
 
-    /// A command was recorded (with [`TraceDetail::Commands`], its completion is stamped).
+    /// A command was recorded (with [`TraceDetail::Commands`], its completion is stamped);
+    /// `weight` gives its share of a span (called only when commands are charged).
+    #[inline]
     pub fn command(
         &mut self,
         cmd: vk::CommandBuffer,
         what: Command,
-        weight: f64,
+        weight: impl FnOnce() -> f64,
         owners: impl IntoIterator<Item = (u32, u64)>,
     ) {
+        self.total += 1;
+        if !self.charge && !self.per_command && self.open > 0 {
+            if let Some(last) = self.commands.last_mut().filter(|c| c.what.same_kind(&what)) {
+                last.count += 1;
+                return;
+            }
+        }
         let first = self.owners.len() as u32;
-        self.owners.extend(owners);
-        self.commands.push(GpuCommand { what, weight, owners: (first, self.owners.len() as u32) });
+        let weight = if self.charge {
+            self.owners.extend(owners);
+            weight()
+        } else {
+            0.0
+        };
+        self.commands.push(GpuCommand { what, weight, owners: (first, self.owners.len() as u32), count: 1 });
         self.open += 1;
         if self.per_command {
             self.end_group(cmd);
@@ -1144,16 +1236,24 @@ impl GpuSpans {
     /// The query pool, for reuse, once the submission completed: the queries it wrote are
     /// reset here (only those, not the whole pool).
     pub fn into_pool(self) {
-        let Some(pool) = self.pool else { return };
-        if self.used > 0 {
-            // SAFETY: the submission that wrote these queries completed (the caller's
-            // contract), so no pending work uses the pool; hostQueryReset is enabled (checked
-            // when the trace or the timing was turned on).
-            unsafe { self.device.raw().reset_query_pool(pool.pool, 0, self.used) };
+        let GpuSpans { device, pool, spare, used, mut commands, mut owners, mut groups, .. } = self;
+        if let Some(pool) = &pool {
+            if used > 0 {
+                // SAFETY: the submission that wrote these queries completed (the caller's
+                // contract), so no pending work uses the pool; hostQueryReset is enabled
+                // (checked when the trace or the timing was turned on).
+                unsafe { device.raw().reset_query_pool(pool.pool, 0, used) };
+            }
         }
-        let mut spare = crate::executor::core::lock(&self.spare);
-        if spare.len() < MAX_SPARE_POOLS {
-            spare.push(pool);
+        commands.clear();
+        owners.clear();
+        groups.clear();
+        let mut spare = crate::executor::core::lock(&spare);
+        if let Some(pool) = pool.filter(|_| spare.pools.len() < MAX_SPARE_POOLS) {
+            spare.pools.push(pool);
+        }
+        if spare.lists.len() < MAX_SPARE_POOLS {
+            spare.lists.push((commands, owners, groups));
         }
     }
 
@@ -1218,43 +1318,42 @@ impl GpuSpans {
         let err = t.cal.error_ns.round() as u64;
         let host = |tick: u64| t.cal.host_ns(tick);
         let (t0, t1) = (host(ticks[0]), host(*ticks.last().expect("at least one")));
-        let args: Args = smallvec::smallvec![
-            ("value", value),
-            ("commands", self.commands.len() as u64),
-            ("calibration_error_ns", err)
-        ];
-        t.gpu_span(Name::Submission(value), t0, t1, args);
+        let args: Args =
+            smallvec::smallvec![("value", value), ("commands", self.total as u64), ("calibration_error_ns", err)];
+        // Stored under one hold of the sink's lock.
+        let mut spans: smallvec::SmallVec<[Event; 8]> = smallvec::SmallVec::new();
+        spans.push(t.gpu_span(Name::Submission(value), t0, t1, args));
         for (g, w) in ticks.windows(2).enumerate().take(self.groups.len()) {
             let (a, b) = (host(w[0]), host(w[1].max(w[0])));
             let cmds = &self.commands[bounds(g)];
             let ctx = |c: &GpuCommand| owners_of(c).first().and_then(|o| table.get(o.0 as usize)).map(|o| o.2.id);
-            if let [c] = cmds {
+            if let [c @ GpuCommand { count: 1, .. }] = cmds {
                 let mut args: Args = smallvec::smallvec![("value", value), ("calibration_error_ns", err)];
                 // The context is known with per-context time on.
                 if let Some(id) = ctx(c) {
                     args.push(("ctx", id));
                 }
-                t.gpu_span(c.name(src), a, b, args);
+                spans.push(t.gpu_span(c.name(src, 1), a, b, args));
                 continue;
             }
-            let args: Args =
-                smallvec::smallvec![("value", value), ("calibration_error_ns", err), ("commands", cmds.len() as u64)];
-            t.gpu_span(Name::Static("phase"), a, b, args);
+            let count = cmds.iter().map(|c| c.count as u64).sum::<u64>();
+            let args: Args = smallvec::smallvec![("value", value), ("calibration_error_ns", err), ("commands", count)];
+            spans.push(t.gpu_span(Name::Static("phase"), a, b, args));
             // One span per kind of command in the phase, each over the whole phase.
-            let mut kinds: Vec<(&GpuCommand, u32)> = Vec::new();
+            let mut kinds: smallvec::SmallVec<[(&GpuCommand, u32); 4]> = smallvec::SmallVec::new();
             for c in cmds {
-                match kinds.iter_mut().find(|(k, _)| k.same_kind(c, src)) {
-                    Some((_, n)) => *n += 1,
-                    None => kinds.push((c, 1)),
+                match kinds.iter_mut().find(|(k, _)| k.what.same_kind(&c.what)) {
+                    Some((_, n)) => *n += c.count,
+                    None => kinds.push((c, c.count)),
                 }
             }
             for (c, n) in kinds {
                 let args: Args =
                     smallvec::smallvec![("value", value), ("calibration_error_ns", err), ("commands", n as u64)];
-                let name = if n == 1 { c.name(src) } else { Name::Many(Box::new(c.name(src)), n) };
-                t.gpu_span(name, a, b, args);
+                spans.push(t.gpu_span(c.name(src, n), a, b, args));
             }
         }
+        t.sink.push_all(spans);
     }
 }
 
@@ -1315,55 +1414,124 @@ fn measured(sink: &Sink, device: &Device) -> Result<Calibration> {
     Ok(best.expect("eight rounds"))
 }
 
+/// What this thread's executor loop is doing, for its tasks' `poll` spans and their awaits'
+/// task ids: one thread-local, read once when a poll starts and once when it ends.
+///
+/// Consecutive polls share a clock read: the loop runs its ready tasks one after the other, and
+/// the end of one poll is the start of the next, until the loop does something else
+/// ([`break_polls`]). A poll's span thus includes the few tens of nanoseconds the loop spends
+/// between two polls (taking the next task, and storing the output of the last one).
+#[derive(Clone, Copy)]
+struct Polling {
+    /// The trace of the executor loop running on this thread (null: none; see [`RunScope`]).
+    running: *const QueueTrace,
+    /// The native task being polled (0: none), and when its poll started ([`QueueTrace::stamp`]).
+    task: u64,
+    started: i64,
+    /// When the loop's last poll ended, if it has done nothing else since ([`NO_POLL`]
+    /// otherwise).
+    last_end: i64,
+}
+
+/// No poll just ended (see [`Polling`]).
+const NO_POLL: i64 = i64::MIN;
+
+thread_local! {
+    static POLLING: Cell<Polling> = const {
+        Cell::new(Polling { running: std::ptr::null(), task: 0, started: 0, last_end: NO_POLL })
+    };
+}
+
 /// Marks the trace of the executor whose loop runs on this thread (null: none), for its
 /// tasks' `poll` spans: a task reads it instead of holding a reference of its own.
 pub(crate) struct RunScope {
-    prev: *const QueueTrace,
-}
-
-thread_local! {
-    /// The trace of the executor loop running on this thread (see [`RunScope`]).
-    static RUNNING: Cell<*const QueueTrace> = const { Cell::new(std::ptr::null()) };
+    prev: Polling,
 }
 
 impl RunScope {
     /// Marks `trace` until the scope is dropped (loops nest: the previous mark comes back).
     /// The caller keeps the trace alive meanwhile.
     pub fn enter(trace: Option<&Arc<QueueTrace>>) -> Self {
-        let p = trace.map_or(std::ptr::null(), Arc::as_ptr);
-        RunScope { prev: RUNNING.with(|c| c.replace(p)) }
+        let running = trace.map_or(std::ptr::null(), Arc::as_ptr);
+        RunScope { prev: POLLING.with(|c| c.replace(Polling { running, task: 0, started: 0, last_end: NO_POLL })) }
     }
 }
 
 impl Drop for RunScope {
     fn drop(&mut self) {
-        RUNNING.with(|c| c.set(self.prev));
+        POLLING.with(|c| c.set(self.prev));
     }
 }
 
-/// Calls `f` with the trace of the executor loop running on this thread, if it has one.
-pub(crate) fn with_running<R>(f: impl FnOnce(&QueueTrace) -> R) -> Option<R> {
-    let p = RUNNING.with(|c| c.get());
-    // SAFETY: a non-null pointer was set by a `RunScope` that is still alive (dropping it
-    // restores the previous one), whose caller keeps the trace alive for the scope's life.
-    (!p.is_null()).then(|| f(unsafe { &*p }))
+/// One poll of a native task under the running loop's trace: its `poll` span, and the task's
+/// id for the awaits inside it ([`current_poll`]). Made by [`PollScope::enter`], ended by
+/// [`PollScope::end`]; dropped without `end` (the poll panicked), it only restores the
+/// previous state (with no poll just ended).
+pub(crate) struct PollScope {
+    prev: Polling,
+    trace: *const QueueTrace,
+    task: u64,
+    started: i64,
 }
 
-/// Runs a native task's polls under its id (for the `poll` spans and the `await` spans'
-/// task ids), with the poll's start (where its awaits end).
-pub(crate) struct TaskScope {
-    prev: (u64, i64),
-}
+impl PollScope {
+    /// Starts a poll of `task`, if a traced loop runs on this thread.
+    #[inline(always)]
+    pub fn enter(task: u64) -> Option<Self> {
+        POLLING.with(|c| {
+            let prev = c.get();
+            if prev.running.is_null() {
+                return None;
+            }
+            let started = match prev.last_end {
+                // SAFETY: a non-null `running` was set by a `RunScope` that is still alive
+                // (dropping it restores the previous one), whose caller keeps the trace alive
+                // for its life.
+                NO_POLL => unsafe { &*prev.running }.stamp(),
+                end => end,
+            };
+            c.set(Polling { running: prev.running, task, started, last_end: NO_POLL });
+            let prev = Polling { last_end: NO_POLL, ..prev };
+            Some(PollScope { prev, trace: prev.running, task, started })
+        })
+    }
 
-impl TaskScope {
-    pub fn enter(id: u64, started: i64) -> Self {
-        TaskScope { prev: CURRENT_TASK.with(|c| c.replace((id, started))) }
+    /// The poll returned (`ready`: with its output): its span; its end is the next poll's
+    /// start unless the loop does something else first.
+    #[inline(always)]
+    pub fn end(self, ready: bool) {
+        // SAFETY: as in `enter`: the `RunScope` that set this pointer outlives the poll.
+        let t = unsafe { &*self.trace };
+        let end = t.stamp();
+        t.sink.push_host(
+            HostKind::Poll,
+            true,
+            self.started,
+            (end - self.started).max(0) as u64,
+            &[self.task, ready as u64],
+        );
+        let prev = Polling { last_end: end, ..self.prev };
+        std::mem::forget(self);
+        POLLING.with(|c| c.set(prev));
     }
 }
 
-impl Drop for TaskScope {
+/// The running loop is about to do something other than its next poll: that poll reads the
+/// clock afresh.
+#[inline]
+pub(crate) fn break_polls() {
+    POLLING.with(|c| {
+        let p = c.get();
+        if p.last_end != NO_POLL {
+            c.set(Polling { last_end: NO_POLL, ..p });
+        }
+    })
+}
+
+impl Drop for PollScope {
+    #[inline(always)]
     fn drop(&mut self) {
-        CURRENT_TASK.with(|c| c.set(self.prev));
+        POLLING.with(|c| c.set(self.prev));
     }
 }
 

@@ -175,6 +175,25 @@ fn run_traced(clock: TraceClock, detail: TraceDetail, name: &str) -> Vec<Value> 
     assert!(polls.len() >= TASKS * 2, "{} polls", polls.len());
     let task_ids: std::collections::HashSet<u64> = polls.iter().map(|p| p.args["task"].as_u64().unwrap()).collect();
     assert_eq!(task_ids.len(), TASKS);
+    // Polls on one thread never overlap, and the loop's consecutive polls share a clock read:
+    // one poll's end is the next one's start.
+    let mut chained = 0;
+    for track in polls.iter().map(|p| p.track).collect::<std::collections::HashSet<_>>() {
+        let mut mine: Vec<&Span> = polls.iter().filter(|p| p.track == track).collect();
+        mine.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+        for w in mine.windows(2) {
+            assert!(
+                w[1].ts >= w[0].end - 0.002,
+                "polls overlap: [{}, {}] and [{}, {}]",
+                w[0].ts,
+                w[0].end,
+                w[1].ts,
+                w[1].end
+            );
+            chained += usize::from(w[1].ts - w[0].end <= 0.002);
+        }
+    }
+    assert!(chained >= TASKS / 2, "only {chained} polls started where the one before ended");
     let flush = host("flush");
     for part in ["flush", "encode", "submit", "encode_batches"] {
         assert!(flush.iter().any(|s| s.name == part), "no {part} span");

@@ -448,16 +448,13 @@ impl<B: Backend> QueueCore<B> {
         wakers: &mut Vec<Waker>,
     ) -> (StateGuard<'a, B>, Result<R>) {
         let before = st.backend.recorded_count();
-        let r = if self.timing || self.trace.is_some() {
-            let mark = st.backend.record_mark();
-            let r = f(&mut st.backend);
-            if r.is_ok() && self.timing {
-                st.backend.attribute(mark, state.clock());
-            }
-            r
-        } else {
-            f(&mut st.backend)
-        };
+        // With per-context time or a trace, the backend notes where this context's commands
+        // start (one `r` either way: a result moved out of two branches is copied twice).
+        let mark = (self.timing || self.trace.is_some()).then(|| st.backend.record_mark());
+        let r = f(&mut st.backend);
+        if let Some(mark) = mark.filter(|_| self.timing && r.is_ok()) {
+            st.backend.attribute(mark, state.clock());
+        }
         if r.is_err() {
             return (st, r);
         }

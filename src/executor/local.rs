@@ -168,9 +168,11 @@ impl<B: Backend> Local<B> {
                 ran = ran.wrapping_add(1);
                 if ran % CHECK_EVERY == 0 {
                     // Tasks keep the loop busy: submit what others wait for if the GPU is idle.
+                    crate::trace::break_polls();
                     self.core.executor_check();
                 }
             }
+            crate::trace::break_polls();
             if done() || self.closed.get() {
                 return;
             }
@@ -295,14 +297,9 @@ impl<F: Future> Future for Traced<F> {
         // SAFETY: as above.
         let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
         let Some(task) = this.trace else { return inner.poll(cx) };
-        let Some(started) = crate::trace::with_running(|t| t.stamp()) else { return inner.poll(cx) };
-        let out = {
-            let _scope = crate::trace::TaskScope::enter(task, started);
-            inner.poll(cx)
-        };
-        crate::trace::with_running(|t| {
-            t.span_from(crate::trace::HostKind::Poll, started, &[task, out.is_ready() as u64])
-        });
+        let Some(scope) = crate::trace::PollScope::enter(task) else { return inner.poll(cx) };
+        let out = inner.poll(cx);
+        scope.end(out.is_ready());
         out
     }
 }
