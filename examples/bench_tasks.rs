@@ -21,7 +21,8 @@
 //!   opened without robust buffer access (rows `MODE+norobust`).
 //!
 //! `cargo run --release --example bench_tasks -- [--sweep full|small] [--reps R] [--modes M,..]
-//! [--tasks T,..] [--no-zero-init] [--no-robust] [--ab zero-init|robust] [--out DIR]`
+//! [--tasks T,..] [--no-zero-init] [--no-robust] [--ab zero-init|robust] [--max-pending-ops N]
+//! [--no-spin] [--out DIR]`
 //! writes `DIR/bench_tasks.csv` and `DIR/bench_tasks.svg`.
 
 use ash::vk;
@@ -487,12 +488,36 @@ struct Rig {
     raw: RawBatch,
 }
 
+/// Settings of the `executor`, `executor-traced`, `executor-traced-cmds` and `executor-timed`
+/// modes' executors (`--max-pending-ops N`, `--no-spin`), for measuring a trace's cost at a
+/// chosen flush size, for example its added instructions per task under callgrind on lavapipe,
+/// where flushes are otherwise far larger than on a fast GPU.
+#[derive(Clone, Copy)]
+struct ExecKnobs {
+    max_pending_ops: Option<usize>,
+    no_spin: bool,
+}
+
+impl ExecKnobs {
+    fn builder(self, device: &Device) -> vkasync::ExecutorBuilder {
+        let mut b = Executor::builder(device);
+        if let Some(n) = self.max_pending_ops {
+            b = b.max_pending_ops(n);
+        }
+        if self.no_spin {
+            b = b.spin_before_wait(std::time::Duration::ZERO);
+        }
+        b
+    }
+}
+
 impl Rig {
     fn new(
         device: Device,
         eager_ops: usize,
         modes: &[String],
         (gpus, lanes, set_workers, set_group_ops): (usize, usize, usize, Option<usize>),
+        knobs: ExecKnobs,
     ) -> Result<Rig, Error> {
         let mix = Kernel::new(&device, &kernels::MIX)?;
         let runtimes = [
@@ -545,7 +570,8 @@ impl Rig {
             exec_ungrouped: Executor::builder(&device).max_group_ops(usize::MAX).build()?,
             exec_traced: match modes.iter().any(|m| m == "executor-traced") {
                 true => Some(
-                    Executor::builder(&device)
+                    knobs
+                        .builder(&device)
                         .trace(std::env::temp_dir().join(format!("bench_tasks-{}.json", std::process::id())))
                         .build()?,
                 ),
@@ -553,7 +579,8 @@ impl Rig {
             },
             exec_traced_cmds: match modes.iter().any(|m| m == "executor-traced-cmds") {
                 true => Some(
-                    Executor::builder(&device)
+                    knobs
+                        .builder(&device)
                         .trace(std::env::temp_dir().join(format!("bench_tasks-cmds-{}.json", std::process::id())))
                         .trace_detail(vkasync::trace::TraceDetail::Commands)
                         .build()?,
@@ -561,13 +588,13 @@ impl Rig {
                 false => None,
             },
             exec_timed: match modes.iter().any(|m| m == "executor-timed") {
-                true => Some(Executor::builder(&device).gpu_timing(true).build()?),
+                true => Some(knobs.builder(&device).gpu_timing(true).build()?),
                 false => None,
             },
             queue: queue_builder(&device).build()?,
             queue_ungrouped: queue_builder(&device).max_group_ops(usize::MAX).build()?,
             runtimes,
-            exec_all: Executor::new(&device)?,
+            exec_all: knobs.builder(&device).build()?,
             exec_oldest: Executor::builder(&device).wait_policy(WaitPolicy::Oldest).build()?,
             exec_eager: Executor::builder(&device).max_pending_ops(eager_ops).build()?,
             exec_spin: Executor::builder(&device).spin_before_wait(std::time::Duration::from_micros(50)).build()?,
@@ -696,7 +723,11 @@ fn main() -> Result<(), Error> {
     let lanes: usize = arg(&args, "--lanes").and_then(|s| s.parse().ok()).unwrap_or(1);
     let set_workers: usize = arg(&args, "--set-workers").and_then(|s| s.parse().ok()).unwrap_or(16);
     let set_group_ops: Option<usize> = arg(&args, "--set-group-ops").and_then(|s| s.parse().ok());
-    let mut rigs = vec![Rig::new(device, eager_ops, &modes, (gpus, lanes, set_workers, set_group_ops))?];
+    let knobs = ExecKnobs {
+        max_pending_ops: arg(&args, "--max-pending-ops").and_then(|s| s.parse().ok()),
+        no_spin: flag("--no-spin"),
+    };
+    let mut rigs = vec![Rig::new(device, eager_ops, &modes, (gpus, lanes, set_workers, set_group_ops), knobs)?];
     let mut variants = vec![Variant { suffix: "", rig: 0, zeroed }];
     match arg(&args, "--ab").as_deref() {
         None => {}
@@ -704,7 +735,7 @@ fn main() -> Result<(), Error> {
         Some("robust") => {
             let off = open(Some(false))?;
             eprintln!("second device: robust access {:?}", off.robust_access());
-            rigs.push(Rig::new(off, eager_ops, &modes, (gpus, lanes, set_workers, set_group_ops))?);
+            rigs.push(Rig::new(off, eager_ops, &modes, (gpus, lanes, set_workers, set_group_ops), knobs)?);
             variants.push(Variant { suffix: "+norobust", rig: 1, zeroed });
         }
         Some(other) => {
