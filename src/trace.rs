@@ -1092,8 +1092,12 @@ pub(crate) struct Spare {
 /// A [`GpuSpans`]' commands, owners and groups.
 type Lists = (Vec<GpuCommand>, Vec<(u32, u64)>, Vec<u32>);
 
-/// How many spare pools a queue keeps (more than the submissions usually in flight).
+/// How many spare pools (and span lists) a queue keeps (more than the submissions usually in
+/// flight).
 const MAX_SPARE_POOLS: usize = 8;
+
+/// The longest span lists kept for reuse (entries; a flush's default bound is 4,096 commands).
+const MAX_SPARE_LIST: usize = 8192;
 
 /// The GPU timing of one recording: a query pool with a timestamp at the start and one after
 /// each group of commands (a phase, or a command; see [`TraceDetail`]).
@@ -1252,7 +1256,8 @@ impl GpuSpans {
         if let Some(pool) = pool.filter(|_| spare.pools.len() < MAX_SPARE_POOLS) {
             spare.pools.push(pool);
         }
-        if spare.lists.len() < MAX_SPARE_POOLS {
+        // Lists grown by an unusually large flush are let go rather than kept.
+        if spare.lists.len() < MAX_SPARE_POOLS && commands.capacity().max(owners.capacity()) <= MAX_SPARE_LIST {
             spare.lists.push((commands, owners, groups));
         }
     }
