@@ -246,6 +246,50 @@ fn executor_trace_with_a_span_per_command() {
     run_traced(TraceClock::Auto, TraceDetail::Commands, "commands");
 }
 
+/// A phase with dispatches of two kernels (two `Kernel`s of one shader, so two kinds of
+/// command with one name), interleaved: each kind's span counts its own dispatches, and the
+/// kinds of a phase add up to the phase's `commands`.
+#[test]
+fn a_phase_of_two_kernels_counts_each_kind() {
+    let device = common::device();
+    let path = tmp("two-kernels");
+    let a = Kernel::new(&device, &kernels::MIX).unwrap();
+    let b = Kernel::new(&device, &kernels::MIX).unwrap();
+    const TASKS: usize = 30;
+    {
+        let exec = Executor::builder(&device).trace(&path).build().unwrap();
+        let handles: Vec<_> = (0..TASKS)
+            .map(|i| {
+                let k = if i % 3 == 0 { a.clone() } else { b.clone() };
+                exec.spawn(job(exec.context(), k, i as u32, 256))
+            })
+            .collect();
+        exec.run();
+        for h in handles {
+            h.join().unwrap().unwrap();
+        }
+    }
+    let events = load(&path);
+    let _ = std::fs::remove_file(&path);
+    let gpu = spans(&events, 2, "gpu");
+    assert_eq!(dispatches(&gpu, "mix"), TASKS);
+    let count = |s: &Span| s.args["commands"].as_u64().unwrap_or(1);
+    let mut two_kinds = 0;
+    for phase in gpu.iter().filter(|s| s.name == "phase") {
+        let kinds: Vec<&Span> = gpu
+            .iter()
+            .filter(|s| s.name != "phase" && s.args["value"] == phase.args["value"])
+            .filter(|s| s.ts == phase.ts && s.end == phase.end)
+            .collect();
+        assert_eq!(kinds.iter().map(|s| count(s)).sum::<u64>(), count(phase), "phase at {}", phase.ts);
+        two_kinds += usize::from(kinds.iter().filter(|s| s.name.starts_with("mix")).count() == 2);
+    }
+    // The mix dispatches of the first flush share one phase: two kinds there.
+    assert!(two_kinds >= 1, "no phase with dispatches of both kernels");
+    check_gpu_inside_host(&events);
+    common::finish(device);
+}
+
 #[test]
 fn queue_trace_from_threads() {
     let device = common::device();
