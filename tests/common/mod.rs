@@ -85,7 +85,9 @@ pub fn assert_only_intended_validation_messages(device: &Device) {
 }
 
 /// Aborts the process if the test has not finished in time: a deadlock fails loudly instead of
-/// hanging CI.
+/// hanging CI. Before it aborts it writes, straight to the standard error (not through the
+/// test harness's output capture, which a thread of the hung test may hold, and which an
+/// aborted process never prints), what every thread of the process is waiting in (Linux).
 pub struct Watchdog(Option<std::sync::mpsc::Sender<()>>);
 
 impl Watchdog {
@@ -93,12 +95,36 @@ impl Watchdog {
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         std::thread::spawn(move || {
             if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
-                eprintln!("watchdog: test did not finish within {limit:?} (deadlock?)");
+                let msg = format!(
+                    "\nwatchdog: test did not finish within {limit:?} (deadlock?); threads:\n{}",
+                    thread_listing()
+                );
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), msg.as_bytes());
                 std::process::abort();
             }
         });
         Watchdog(Some(tx))
     }
+}
+
+/// Each thread of the process: its name, the kernel function it waits in, and its system call
+/// (number and first arguments), from `/proc/self/task` (empty where there is none).
+fn thread_listing() -> String {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return String::new() };
+    let read = |p: std::path::PathBuf| std::fs::read_to_string(p).unwrap_or_default().trim().to_string();
+    let mut out = String::new();
+    for t in tasks.flatten() {
+        let dir = t.path();
+        let syscall: Vec<String> = read(dir.join("syscall")).split(' ').take(3).map(str::to_string).collect();
+        out += &format!(
+            "  {} '{}' waits in {} (syscall {})\n",
+            t.file_name().to_string_lossy(),
+            read(dir.join("comm")),
+            read(dir.join("wchan")),
+            syscall.join(" ")
+        );
+    }
+    out
 }
 
 impl Drop for Watchdog {
