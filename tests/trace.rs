@@ -290,6 +290,59 @@ fn a_phase_of_two_kernels_counts_each_kind() {
     common::finish(device);
 }
 
+/// Tasks that panic in a traced executor: each still has its polls (the panicking one
+/// included, caught inside the poll and reported as its join error), the polls that follow
+/// name their own tasks, and every await names a task that ran it.
+#[test]
+fn a_traced_executor_with_panicking_tasks() {
+    let device = common::device();
+    let path = tmp("panics");
+    let mix = Kernel::new(&device, &kernels::MIX).unwrap();
+    const TASKS: usize = 12;
+    {
+        let exec = Executor::builder(&device).trace(&path).build().unwrap();
+        let handles: Vec<_> = (0..TASKS)
+            .map(|i| {
+                let (ctx, mix) = (exec.context(), mix.clone());
+                exec.spawn(async move {
+                    job(ctx, mix, i as u32, 256).await?;
+                    if i % 3 == 0 {
+                        panic!("task {i} fails after its work");
+                    }
+                    Ok::<_, Error>(i)
+                })
+            })
+            .collect();
+        exec.run();
+        for (i, h) in handles.into_iter().enumerate() {
+            match h.join() {
+                Ok(r) => assert_eq!(r.unwrap(), i),
+                Err(e) => assert!(i % 3 == 0 && e.is_panic(), "task {i}: {e}"),
+            }
+        }
+    }
+    let events = load(&path);
+    let _ = std::fs::remove_file(&path);
+    let polls = spans(&events, 1, "task");
+    let ids: std::collections::HashSet<u64> = polls.iter().map(|p| p.args["task"].as_u64().unwrap()).collect();
+    assert_eq!(ids.len(), TASKS, "every task, the panicking ones too, has its polls");
+    // Each task's last poll is the one that finished it (ready), panicking or not.
+    for id in &ids {
+        let last = polls.iter().filter(|p| p.args["task"].as_u64() == Some(*id)).max_by(|a, b| a.ts.total_cmp(&b.ts));
+        assert_eq!(last.unwrap().args["ready"], 1, "task {id}");
+    }
+    let mut mine: Vec<&Span> = polls.iter().collect();
+    mine.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+    for w in mine.windows(2) {
+        assert!(w[1].ts >= w[0].end - 0.002, "polls overlap");
+    }
+    for (_, _, a) in async_spans(&events, "await") {
+        assert!(ids.contains(&a["task"].as_u64().unwrap()), "an await names no task of the run: {a}");
+    }
+    assert_eq!(dispatches(&spans(&events, 2, "gpu"), "mix"), TASKS);
+    common::finish(device);
+}
+
 #[test]
 fn queue_trace_from_threads() {
     let device = common::device();
