@@ -1473,8 +1473,8 @@ impl Drop for RunScope {
 /// [`PollScope::end`]; dropped without `end` (the poll panicked), it only restores the
 /// previous state (with no poll just ended).
 pub(crate) struct PollScope {
+    /// The state before the poll (its `running` is the trace this poll writes to).
     prev: Polling,
-    trace: *const QueueTrace,
     task: u64,
     started: i64,
 }
@@ -1497,7 +1497,7 @@ impl PollScope {
             };
             c.set(Polling { running: prev.running, task, started, last_end: NO_POLL });
             let prev = Polling { last_end: NO_POLL, ..prev };
-            Some(PollScope { prev, trace: prev.running, task, started })
+            Some(PollScope { prev, task, started })
         })
     }
 
@@ -1506,7 +1506,7 @@ impl PollScope {
     #[inline(always)]
     pub fn end(self, ready: bool) {
         // SAFETY: as in `enter`: the `RunScope` that set this pointer outlives the poll.
-        let t = unsafe { &*self.trace };
+        let t = unsafe { &*self.prev.running };
         let end = t.stamp();
         t.sink.push_host(
             HostKind::Poll,
