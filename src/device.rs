@@ -19,10 +19,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// How long dropping the device waits for submitted work before it gives up and leaks the
-/// device's memory rather than free it under the GPU.
-const DROP_WAIT: Duration = Duration::from_secs(10);
-
 /// The device limits vkasync checks itself.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Limits {
@@ -756,12 +752,15 @@ impl DeviceShared {
 
 impl Drop for DeviceShared {
     fn drop(&mut self) {
-        // Every buffer, kernel and executor holds a Device, so nothing of ours is in flight except
-        // what the queue still runs. Wait for it (bounded) before freeing.
+        // Every buffer, kernel, executor and queue holds a Device, and a closed queue either
+        // waited for its work or leaked it together with a Device: so nothing of ours is in
+        // flight here. Work submitted by hand ([`Device::submit_raw`]) that has not completed is
+        // never waited for in a drop: the device is then leaked rather than destroyed under it.
         let last = self.submitted();
-        let done = self.lost.load(Ordering::SeqCst) || matches!(self.wait(last, Some(DROP_WAIT)), Ok(true) | Err(_));
+        let done =
+            self.lost.load(Ordering::SeqCst) || matches!(self.wait(last, Some(Duration::ZERO)), Ok(true) | Err(_));
         if !done {
-            log::error!("vkasync: the GPU did not finish within {DROP_WAIT:?}; leaking the device rather than freeing memory it may still use");
+            log::error!("vkasync: the last handle of a device was dropped while the GPU still ran work submitted to it; leaking the device rather than freeing memory it may still use");
             return;
         }
         // SAFETY: after the wait the queue is idle (or lost, when destroying is allowed);

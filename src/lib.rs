@@ -63,7 +63,7 @@ pub use device::{Device, DeviceBuilder, Limits, MemoryReport, RobustAccess};
 pub use error::{Error, Result};
 pub use executor::{
     Ctx, Executor, ExecutorBuilder, FlushPolicy, JoinError, JoinHandle, PerDevice, Queue, QueueBuilder, QueueSet,
-    Spawner, Stats, WaitPolicy, DEFAULT_SPIN_BOUND,
+    Spawner, Stats, WaitPolicy, DEFAULT_SHUTDOWN_TIMEOUT, DEFAULT_SPIN_BOUND,
 };
 pub use instance::{adapters, AdapterInfo, DeviceSelector, DeviceType, QueueFamilyInfo};
 pub use kernel::{Arg, Kernel, KernelSource};

@@ -86,9 +86,13 @@ pub(crate) trait Backend: Send + 'static {
     /// still be executing it (lavapipe's queue thread runs to the end of the command buffer it
     /// is in), so its memory is leaked rather than freed under the driver.
     fn abandon(&mut self);
-    /// Waits up to `bound` for everything submitted, then releases it. If the GPU did not
-    /// finish, what it may still use is leaked rather than freed under it.
-    fn shutdown(&mut self, bound: Duration);
+    /// Discards unsubmitted work, waits up to `bound` for everything submitted, then releases
+    /// it and returns `true`. If the GPU did not finish (or the device is lost), what it may
+    /// still use is leaked rather than freed under it, and it returns `false`.
+    fn shutdown(&mut self, bound: Duration) -> bool;
+    /// Leaks everything (and the device) from now on: nothing of this queue is ever destroyed
+    /// (the queue could not make sure the GPU and its driver thread are done with it).
+    fn leak(&mut self);
     /// The queue's trace, if it is traced (see [`crate::trace`]).
     fn trace(&self) -> Option<&Arc<QueueTrace>> {
         None
@@ -106,6 +110,10 @@ pub(crate) trait Backend: Send + 'static {
     /// The commands recorded since `mark` belong to the context of `clock`.
     fn attribute(&mut self, _mark: usize, _clock: &Arc<TaskClock>) {}
 }
+
+/// A queue closed while the GPU still runs its work waits this long before it says so in the
+/// log (see [`Backend::shutdown`]).
+const ANNOUNCE_WAIT_AFTER: Duration = Duration::from_millis(100);
 
 /// One Vulkan queue of a [`Device`].
 pub(crate) struct VulkanBackend {
@@ -444,34 +452,60 @@ impl Backend for VulkanBackend {
         }
     }
 
-    fn shutdown(&mut self, bound: Duration) {
+    fn shutdown(&mut self, bound: Duration) -> bool {
         self.pending = Recording::new(&self.device);
+        if self.abandoned {
+            return false;
+        }
         let last = self.in_flight.back().map_or(0, |(v, _)| *v);
-        match self.device.shared.wait(last, Some(bound)) {
+        // Wait quietly for a moment; a longer wait is announced, since it holds up a drop (and,
+        // at the end of `main`, the process's exit).
+        let quiet = bound.min(ANNOUNCE_WAIT_AFTER);
+        let mut outcome = self.device.shared.wait(last, Some(quiet));
+        if matches!(outcome, Ok(false)) && bound > quiet {
+            log::warn!(
+                "vkasync: a queue was closed while the GPU still runs its work; waiting up to {:?} more for it (the queue's shutdown_timeout)",
+                bound - quiet
+            );
+            outcome = self.device.shared.wait(last, Some(bound - quiet));
+        }
+        match outcome {
             Ok(true) => {
                 self.retire(last);
                 self.retired.clear();
+                true
             }
-            Err(_) => self.abandon(),
+            Err(_) => {
+                self.abandon();
+                false
+            }
             Ok(false) => {
                 log::error!(
-                    "vkasync: executor dropped while the GPU still runs its work after {bound:?}; leaking that work's memory rather than freeing it under the GPU"
+                    "vkasync: a queue was closed while the GPU still ran its work after {bound:?} (its shutdown_timeout); leaking that work's memory and the device rather than freeing them under the GPU"
                 );
-                self.abandoned = true;
-                for (_, rec) in self.in_flight.drain(..) {
-                    std::mem::forget(rec);
-                }
-                // The command pool's buffers may be pending too.
-                std::mem::forget(self.pool.take());
+                self.leak();
+                false
             }
         }
+    }
+
+    fn leak(&mut self) {
+        self.abandoned = true;
+        for (_, rec) in self.in_flight.drain(..) {
+            std::mem::forget(rec);
+        }
+        // The command pool's buffers may be pending too, and the device must outlive them all.
+        std::mem::forget(self.pool.take());
+        std::mem::forget(self.device.clone());
     }
 }
 
 impl Drop for VulkanBackend {
     fn drop(&mut self) {
+        // A closed queue has nothing in flight; otherwise (a queue that was never closed) what
+        // the GPU still runs is leaked, never waited for here.
         if !self.in_flight.is_empty() {
-            self.shutdown(Duration::from_secs(10));
+            let _ = self.shutdown(Duration::ZERO);
         }
         if let Some(pool) = self.pool.take() {
             pool.destroy(self.device.raw());

@@ -22,8 +22,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-/// How long shutting a queue down waits for its submitted work.
-pub(crate) const SHUTDOWN_BOUND: Duration = Duration::from_secs(10);
+/// The longest a driver thread blocks in one `vkWaitSemaphores` call: a longer wait is made of
+/// slices this long, between which the driver sees that its queue is closing (see
+/// [`QueueCore::close`]), so that closing never waits for a wait it cannot interrupt.
+pub(crate) const WAIT_SLICE: Duration = Duration::from_millis(25);
 
 /// The state of the work recorded into one flush epoch.
 #[derive(Debug, Clone)]
@@ -119,8 +121,9 @@ pub(crate) struct State<B> {
     estimate: SpinEstimate,
     /// The queue is shut down: the driver ends.
     stopped: bool,
-    /// The queue's last handle is gone: the driver finishes what is in flight, then stops.
-    closing: bool,
+    /// The queue was closed from its own driver thread (see [`QueueCore::close`]): the driver
+    /// finishes what is in flight by this deadline, releases it, and stops.
+    closing: Option<Instant>,
     /// A flush is being encoded and submitted without the lock (see [`QueueCore::flush`]):
     /// its epoch, and the waiters that came for that epoch meanwhile.
     flushing: Option<Arc<Batch>>,
@@ -215,6 +218,9 @@ pub(crate) struct Options {
     /// Under group commit, recorded commands are submitted once this many gathered, even while
     /// a submission is in flight (see [`crate::ExecutorBuilder::max_group_ops`]).
     pub group_bound: usize,
+    /// The bound of closing the queue: how long dropping an executor or a queue's last handle
+    /// waits for work still on the GPU (see [`crate::ExecutorBuilder::shutdown_timeout`]).
+    pub shutdown: Duration,
     /// Under group commit without a running executor loop, how many submissions may be in
     /// flight when gathered work that jobs wait for is submitted: 1 submits it only once the
     /// GPU is idle; 2 submits it behind the one submission the GPU is running, so that its
@@ -295,6 +301,9 @@ pub(crate) struct QueueCore<B> {
     parked: AtomicBool,
     /// A driver thread runs this core (the model tests drive it inline instead).
     threaded: AtomicBool,
+    /// Set (before the lock is taken) by a thread that closes the queue: the driver leaves its
+    /// GPU wait at the end of the current slice ([`WAIT_SLICE`]) and stops.
+    closing_now: AtomicBool,
     /// The queue's trace, when on (see [`crate::trace`]).
     pub trace: Option<Arc<QueueTrace>>,
     /// `State::completed` and whether any failure was fired, for a woken [`SyncFuture`] to see
@@ -329,7 +338,7 @@ impl<B: Backend> QueueCore<B> {
                 waiting: None,
                 estimate: SpinEstimate { ns: options.spin.as_nanos().min(u64::MAX as u128) as u64 / 2 },
                 stopped: false,
-                closing: false,
+                closing: None,
                 flushing: None,
                 flushing_waiters: Vec::new(),
                 flush_again: false,
@@ -344,6 +353,7 @@ impl<B: Backend> QueueCore<B> {
             running: AtomicU32::new(0),
             parked: AtomicBool::new(false),
             threaded: AtomicBool::new(false),
+            closing_now: AtomicBool::new(false),
             seen,
             #[cfg(test)]
             as_queue: AtomicBool::new(false),
@@ -801,6 +811,11 @@ impl<B: Backend> QueueCore<B> {
         if st.stopped {
             return Action::Stop;
         }
+        if self.closing_now.load(Ordering::SeqCst) {
+            // Another thread is closing the queue: it stops the driver once it has submitted
+            // what it keeps, and takes over the wait for what is in flight.
+            return Action::Sleep;
+        }
         if self.executor_running() {
             // The executor submits and waits itself, but for the groups it handed over.
             if std::mem::take(&mut st.hand_off) && st.flushing.is_none() && st.backend.has_pending() {
@@ -843,9 +858,11 @@ impl<B: Backend> QueueCore<B> {
         }
         match self.wait_target(st) {
             Some(t) => Action::Wait(t),
-            None if st.closing => {
-                if self.gpu_idle(st, wakers) || st.fatal.is_some() {
-                    // Everything completed: release it all and end.
+            None if st.closing.is_some() => {
+                let past = st.closing.is_some_and(|d| Instant::now() >= d);
+                if self.gpu_idle(st, wakers) || st.fatal.is_some() || past {
+                    // Everything completed (or the bound passed: then what is still on the GPU
+                    // is leaked): release it and end.
                     st.stopped = true;
                     st.backend.shutdown(Duration::ZERO);
                     Action::Stop
@@ -855,21 +872,6 @@ impl<B: Backend> QueueCore<B> {
             }
             None => Action::Sleep,
         }
-    }
-
-    /// The last handle of a [`crate::Queue`] is gone: submit what is recorded, and let the
-    /// driver wait for everything in flight, release it and end. Nothing blocks here.
-    pub fn close(&self) {
-        let mut wakers = Vec::new();
-        {
-            let mut st = self.lock();
-            if st.backend.has_pending() {
-                st = self.flush(st, &mut wakers);
-            }
-            st.closing = true;
-        }
-        self.notify_driver();
-        wake_all(wakers);
     }
 
     fn wait_target(&self, st: &State<B>) -> Option<u64> {
@@ -1007,11 +1009,17 @@ impl<B: Backend> QueueCore<B> {
                     // driver then blocks at once rather than spin a second time.
                     let budget =
                         if self.running.load(Ordering::SeqCst) > 0 { Duration::ZERO } else { self.spin_budget(&st) };
+                    let closing = st.closing;
                     drop(st);
                     wake_all(wakers);
                     let started = Instant::now();
-                    let outcome = self.wait_unlocked(waiter, target, budget, started);
+                    let outcome = self.wait_unlocked(waiter, target, budget, started, closing);
                     st = self.lock();
+                    if matches!(outcome, Ok(false)) && self.closing_now.load(Ordering::SeqCst) {
+                        // Another thread closes the queue: it takes over what is in flight.
+                        st.waiting = None;
+                        continue;
+                    }
                     let mut wakers = Vec::new();
                     self.finish_wait(&mut st, target, started, outcome, &mut wakers);
                     drop(st);
@@ -1022,16 +1030,32 @@ impl<B: Backend> QueueCore<B> {
         }
     }
 
-    /// Spins on the counter for up to `budget`, then blocks until `target` or the timeout.
-    fn wait_unlocked(&self, waiter: &B::Waiter, target: u64, budget: Duration, started: Instant) -> Result<bool> {
-        let r = self.wait_unlocked_inner(waiter, target, budget, started);
+    /// Spins on the counter for up to `budget`, then blocks until `target`, the timeout, the
+    /// deadline of a queue closing from its own driver thread (`closing`), or until another
+    /// thread closes the queue (`Ok(false)` for the last three).
+    fn wait_unlocked(
+        &self,
+        waiter: &B::Waiter,
+        target: u64,
+        budget: Duration,
+        started: Instant,
+        closing: Option<Instant>,
+    ) -> Result<bool> {
+        let r = self.wait_unlocked_inner(waiter, target, budget, started, closing);
         if let Some(t) = &self.trace {
             t.span(HostKind::Wait, started, &[target]);
         }
         r
     }
 
-    fn wait_unlocked_inner(&self, waiter: &B::Waiter, target: u64, budget: Duration, started: Instant) -> Result<bool> {
+    fn wait_unlocked_inner(
+        &self,
+        waiter: &B::Waiter,
+        target: u64,
+        budget: Duration,
+        started: Instant,
+        closing: Option<Instant>,
+    ) -> Result<bool> {
         let _span = tracing::debug_span!("vkasync.wait", value = target, spin_us = budget.as_micros() as u64).entered();
         if !budget.is_zero()
             && self.spin_on(waiter, target, budget.saturating_sub(started.elapsed()), || false).0?.is_some()
@@ -1039,7 +1063,29 @@ impl<B: Backend> QueueCore<B> {
             return Ok(true);
         }
         bump(&self.counters.host_waits, 1);
-        waiter.wait(target, self.options.timeout)
+        // In slices, so that a thread closing the queue never waits for a wait it cannot cut
+        // short: between slices the driver sees `closing_now` and stops. The last slice ends at
+        // the bound (the wait timeout, or the deadline of a queue closing itself); its outcome
+        // is the wait's.
+        let until = self.options.timeout.map(|t| started + t).into_iter().chain(closing).min();
+        loop {
+            let slice = match until {
+                Some(u) => {
+                    let left = u.saturating_duration_since(Instant::now());
+                    if left <= WAIT_SLICE {
+                        return waiter.wait(target, Some(left));
+                    }
+                    WAIT_SLICE
+                }
+                None => WAIT_SLICE,
+            };
+            if waiter.wait(target, Some(slice))? {
+                return Ok(true);
+            }
+            if self.closing_now.load(Ordering::SeqCst) {
+                return Ok(false);
+            }
+        }
     }
 
     /// Runs the driver's decisions on the calling thread until it would sleep (the model tests
@@ -1062,7 +1108,7 @@ impl<B: Backend> QueueCore<B> {
                     let budget = self.spin_budget(&st);
                     drop(st);
                     let started = Instant::now();
-                    let outcome = self.wait_unlocked(waiter, target, budget, started);
+                    let outcome = self.wait_unlocked(waiter, target, budget, started, None);
                     st = self.lock();
                     self.finish_wait(&mut st, target, started, outcome, &mut wakers);
                 }
@@ -1074,20 +1120,57 @@ impl<B: Backend> QueueCore<B> {
         any
     }
 
-    /// Stops the queue: discards unsubmitted work, waits (bounded) for submitted work and
-    /// releases it, fails every waiter still waiting, and ends the driver.
-    pub fn shutdown(&self) {
+    /// Closes the queue, within one bound ([`Options::shutdown`]); see "Shutdown" in the
+    /// protocol ([`crate::executor`]). `recorded` says what becomes of work recorded but not
+    /// submitted. Every waiter still waiting fails; the driver thread is stopped (it leaves a
+    /// GPU wait within one [`WAIT_SLICE`]) and joined; then this thread waits for what is in
+    /// flight until the bound and releases it, or leaks it (and the device) if the GPU is still
+    /// running it then. Called on the queue's own driver thread (a waker that dropped the last
+    /// handle), it cannot join itself: the driver then finishes and releases what is in flight
+    /// by the same bound and ends on its own.
+    pub fn close(&self, driver: Option<DriverThread>, recorded: Recorded) -> Closed {
+        let deadline = Instant::now() + self.options.shutdown;
+        match self.close_begin(driver, recorded, deadline) {
+            Ok(driver) => self.close_finish(driver, deadline),
+            Err(closed) => closed,
+        }
+    }
+
+    /// The first half of [`QueueCore::close`], which does not wait: submits or discards what is
+    /// recorded, fails the waiters and tells the driver to stop. `Ok` with the driver thread
+    /// (to be joined by [`QueueCore::close_finish`]) or `Err` with the outcome if there is
+    /// nothing more to do here. Several queues closed together (a [`crate::QueueSet`]) begin
+    /// all, then finish all by one deadline.
+    pub fn close_begin(
+        &self,
+        driver: Option<DriverThread>,
+        recorded: Recorded,
+        deadline: Instant,
+    ) -> std::result::Result<Option<DriverThread>, Closed> {
         let mut wakers = Vec::new();
+        if driver.as_ref().is_some_and(|d| d.thread.thread().id() == std::thread::current().id()) {
+            let mut st = self.lock();
+            if recorded == Recorded::Submit && st.backend.has_pending() && st.fatal.is_none() {
+                st = self.flush(st, &mut wakers);
+            }
+            st.closing = Some(deadline);
+            drop(st);
+            wake_all(wakers);
+            return Err(Closed::OnDriver);
+        }
+        self.closing_now.store(true, Ordering::SeqCst);
         {
             let mut st = self.lock();
             if st.stopped {
-                return;
+                return Err(Closed::Released);
+            }
+            if recorded == Recorded::Submit && st.backend.has_pending() && st.fatal.is_none() {
+                st = self.flush(st, &mut wakers);
             }
             st.stopped = true;
             // A flush running on another thread holds the backend's command pool: let it end
             // (it only encodes and submits; it never waits for the GPU).
             st = self.after_flush(st);
-            st.backend.shutdown(SHUTDOWN_BOUND);
             let keys: Vec<Key> = std::mem::take(&mut st.by_value).into_values().flatten().collect();
             for k in keys.into_iter().chain(std::mem::take(&mut st.pending_waiters)) {
                 wakers.extend(st.waiters.fire(k, Err(Error::InvalidArgument("the queue was shut down".into()))));
@@ -1096,6 +1179,42 @@ impl<B: Backend> QueueCore<B> {
         }
         self.notify_driver();
         wake_all(wakers);
+        Ok(driver)
+    }
+
+    /// The second half of [`QueueCore::close`]: joins the driver thread and waits for what is
+    /// in flight, both by `deadline`, then releases it (or leaks it).
+    pub fn close_finish(&self, driver: Option<DriverThread>, deadline: Instant) -> Closed {
+        // The driver is asleep, flushing (bounded: it never waits for the GPU there) or in a
+        // slice of a GPU wait: it stops within a slice.
+        let joined = match driver {
+            None => true,
+            Some(d) => {
+                let left = deadline.saturating_duration_since(Instant::now()) + WAIT_SLICE;
+                match d.done.recv_timeout(left) {
+                    Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                        // It has let go of the core and the device and only returns now.
+                        let _ = d.thread.join();
+                        true
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => false,
+                }
+            }
+        };
+        let mut st = self.lock();
+        if !joined {
+            log::error!(
+                "vkasync: the queue's driver thread did not stop within {:?}; leaking the queue's work and device rather than freeing them under it",
+                self.options.shutdown
+            );
+            st.backend.leak();
+            return Closed::Leaked;
+        }
+        if st.backend.shutdown(deadline.saturating_duration_since(Instant::now())) {
+            Closed::Released
+        } else {
+            Closed::Leaked
+        }
     }
 
     /// Takes every waker (at shutdown, to break task ↔ executor reference cycles).
@@ -1371,77 +1490,50 @@ impl<B: Backend> Drop for SyncFuture<B> {
     }
 }
 
-/// Starts the driver thread of a core (see [`QueueCore::drive`]). The receiver gets a message
-/// when the thread has let go of the core and the device (so that an owner can make sure no
-/// thread of its own still touches Vulkan, for example before the process exits).
-pub(crate) fn spawn_driver<B: Backend>(
-    core: &Arc<QueueCore<B>>,
-    name: &str,
-) -> Result<(std::sync::mpsc::Receiver<()>, std::thread::JoinHandle<()>)> {
+/// What [`QueueCore::close`] does with work recorded but not submitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Recorded {
+    /// Submit it (a [`crate::Queue`]: its last handle is gone, and what was recorded runs).
+    Submit,
+    /// Discard it (an [`crate::Executor`]: its tasks were cancelled).
+    Discard,
+}
+
+/// How [`QueueCore::close`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub(crate) enum Closed {
+    /// Everything the GPU ran completed and was released; the driver thread was joined.
+    Released,
+    /// The GPU was still running work at the bound (or the device was lost): that work's
+    /// memory, and the device, are leaked rather than freed under it.
+    Leaked,
+    /// Closed from the driver thread itself, which finishes and ends on its own.
+    OnDriver,
+}
+
+/// A queue's driver thread, owned by the front that closes the queue (an [`crate::Executor`],
+/// or the last handle of a [`crate::Queue`]), which joins it (see [`QueueCore::close`]).
+pub(crate) struct DriverThread {
+    /// Gets a message when the thread has let go of the core and the device.
+    done: std::sync::mpsc::Receiver<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// Starts the driver thread of a core (see [`QueueCore::drive`]).
+pub(crate) fn spawn_driver<B: Backend>(core: &Arc<QueueCore<B>>, name: &str) -> Result<DriverThread> {
     let waiter = core.lock().backend.waiter();
     core.threaded.store(true, Ordering::Relaxed);
     let core = core.clone();
     let (done, rx) = std::sync::mpsc::channel();
-    let live = LiveDriver::start();
     std::thread::Builder::new()
         .name(name.into())
         .spawn(move || {
             core.drive(&waiter);
             drop(waiter);
             drop(core);
-            drop(live);
             let _ = done.send(());
         })
-        .map(|h| (rx, h))
+        .map(|thread| DriverThread { done: rx, thread })
         .map_err(|e| Error::InvalidArgument(format!("could not start the queue's driver thread: {e}")))
-}
-
-/// Driver threads that have not yet let go of their queue and device, process-wide.
-///
-/// A [`crate::Queue`] closes without blocking: its driver finishes what is in flight, then
-/// drops the queue and, as the last owner, often the device and its instance. If the process
-/// exits meanwhile (`main` returns right after the last handle is dropped), the exit runs the
-/// libraries' destructors (the Vulkan loader's, the validation layer's) under that thread: seen
-/// as a crash inside the layer's `vkDestroyDebugUtilsMessengerEXT` on lavapipe. So on Unix an
-/// exit handler, registered when the first driver starts (after the loader and layers are
-/// loaded, so that it runs before their destructors), waits (bounded) for every driver to end.
-/// Nothing blocks in `Drop`.
-struct LiveDriver;
-
-static LIVE_DRIVERS: Mutex<usize> = Mutex::new(0);
-static DRIVERS_ENDED: Condvar = Condvar::new();
-
-impl LiveDriver {
-    fn start() -> Self {
-        #[cfg(unix)]
-        {
-            static REGISTER: std::sync::Once = std::sync::Once::new();
-            REGISTER.call_once(|| {
-                extern "C" fn wait_for_drivers() {
-                    // The bound covers a driver's own bounded shutdown wait.
-                    let deadline = Instant::now() + SHUTDOWN_BOUND + Duration::from_secs(1);
-                    let mut live = lock(&LIVE_DRIVERS);
-                    while *live > 0 {
-                        let left = deadline.saturating_duration_since(Instant::now());
-                        if left.is_zero() {
-                            return;
-                        }
-                        live = DRIVERS_ENDED.wait_timeout(live, left).map_or_else(|p| p.into_inner().0, |r| r.0);
-                    }
-                }
-                // SAFETY: registers a plain `extern "C"` function with no arguments, which
-                // atexit calls once at exit; the function only touches statics.
-                let _ = unsafe { libc::atexit(wait_for_drivers) };
-            });
-        }
-        *lock(&LIVE_DRIVERS) += 1;
-        LiveDriver
-    }
-}
-
-impl Drop for LiveDriver {
-    fn drop(&mut self) {
-        *lock(&LIVE_DRIVERS) -= 1;
-        DRIVERS_ENDED.notify_all();
-    }
 }

@@ -213,11 +213,11 @@ impl<B: Backend> Local<B> {
         }
     }
 
-    /// Stops the executor: cancels every task, then shuts the queue down (see
-    /// [`QueueCore::shutdown`]).
-    pub fn shutdown(&self) {
+    /// Stops the executor: cancels every task, then closes the queue (see
+    /// [`QueueCore::close`]), joining `driver`.
+    pub fn shutdown(&self, driver: Option<super::core::DriverThread>) -> super::core::Closed {
         if self.closed.replace(true) {
-            return;
+            return super::core::Closed::Released;
         }
         // Cancel every unfinished task: aborting schedules it, and dropping its runnable drops
         // its future. Drop them outside any borrow: their destructors may touch the core.
@@ -237,7 +237,7 @@ impl<B: Backend> Local<B> {
                 break;
             }
         }
-        self.core.shutdown();
+        self.core.close(driver, super::core::Recorded::Discard)
     }
 }
 

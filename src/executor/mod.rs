@@ -146,11 +146,39 @@
 //! cancels the task at its next await: its future is dropped (freeing its waiter slots), work
 //! it already recorded is still submitted and completes, and its resources are released after
 //! that. A panicking task ends with a [`JoinError`] whose `is_panic()` is true; other tasks go
-//! on. Dropping the executor cancels unfinished tasks, discards unsubmitted work, waits (up to
-//! 10 s) for submitted work and frees it; if the GPU does not finish in time, that memory is
-//! leaked rather than freed under the GPU. Dropping the last handle of a [`Queue`] (and its
-//! last context) submits what is recorded; the driver waits for everything in flight, frees it
-//! and ends, so nothing blocks in that `Drop`.
+//! on.
+//!
+//! **Shutdown.** Who owns what: an [`Executor`], or the last handle of a [`Queue`] (with its
+//! last context), owns the queue's driver thread; the queue's core owns the command pool and
+//! the in-flight recordings (which hold the buffers and kernels they use); every queue,
+//! buffer, kernel and recording holds a [`Device`], and the last `Device` handle destroys the
+//! device, its allocator, its timeline semaphore and (as the last owner) the instance.
+//! Closing a queue happens in the owner's drop (or [`Executor::shutdown`]), on the thread that
+//! drops it, in this order:
+//! 1. The queue is marked closed: an executor cancels its tasks and discards unsubmitted work;
+//!    a queue submits what is recorded. Every waiter still waiting fails.
+//! 2. The driver thread is stopped and **joined**. It never blocks in Vulkan for longer than
+//!    one slice (25 ms; longer GPU waits are made of slices), and it leaves its loop at the end
+//!    of the current slice or flush. It destroys nothing.
+//! 3. The closing thread waits for what is in flight, then frees it (command buffers are
+//!    reset, buffers go back to their pool). Steps 2 and 3 share one bound, the *shutdown
+//!    timeout* ([`ExecutorBuilder::shutdown_timeout`], [`QueueBuilder::shutdown_timeout`],
+//!    10 s by default): the drop returns within it plus one slice. With the GPU idle that is
+//!    well under a millisecond of waiting. A wait longer than 100 ms is announced in the log
+//!    (`warn`); if the GPU is still running the work at the bound, that work's memory, its
+//!    command pool and the device are leaked (an `error` in the log) rather than freed under the
+//!    GPU, and the operating system takes them back at exit. A [`QueueSet`] closes the queues
+//!    it holds the last handles of together, under one bound.
+//!
+//! So every Vulkan object is destroyed on a thread of the program's, by a drop that the program
+//! ran: no thread of vkasync's outlives the drop of its queue's owner, none is running when
+//! `main` returns, and nothing is registered to run at process exit (exit handlers run in an
+//! order vkasync cannot choose, the Vulkan layers' first). What is still alive at exit (a queue
+//! kept in a `static`, say) is not destroyed: its driver sleeps outside Vulkan (or in one
+//! slice) and the process ends around it. The one exception: if the last handle of a queue is
+//! dropped on that queue's own driver thread (inside a waker that it fired, which dropped a
+//! task holding the last context), that thread cannot join itself; it then finishes what is
+//! in flight, by the same bound, and ends on its own.
 //!
 //! **Device loss and timeouts.** `VK_ERROR_DEVICE_LOST` from a submit or a wait is fatal: every
 //! waiting task gets [`Error::DeviceLost`](crate::Error::DeviceLost), and every later await fails the same way. Nothing
@@ -226,6 +254,10 @@ use std::time::Duration;
 /// [`ExecutorBuilder::adaptive_spin`]): on the H200 it took one task's round trip from 180 µs
 /// to 38 µs, and it spins not at all while waits take longer than this.
 pub const DEFAULT_SPIN_BOUND: Duration = Duration::from_micros(200);
+
+/// The default bound of closing an executor or a queue (see
+/// [`ExecutorBuilder::shutdown_timeout`]).
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Which timeline value the executor waits for when no task can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -323,6 +355,18 @@ macro_rules! shared_setters {
         /// the bound, `Ctx::buffer` awaits until enough is freed. Default: no bound.
         pub fn memory_bound(mut self, bytes: u64) -> Self {
             self.options.memory_bound = Some(bytes);
+            self
+        }
+
+        /// The bound of closing: dropping the executor, or the last handle of a queue (and its
+        /// last context), waits at most this long for work still on the GPU (default
+        /// [`DEFAULT_SHUTDOWN_TIMEOUT`](crate::DEFAULT_SHUTDOWN_TIMEOUT), 10 s). A wait past
+        /// 100 ms says so in the log (`warn`); if the GPU is still running the work when the
+        /// bound passes, its memory and the device are leaked rather than freed under the GPU
+        /// (`error` in the log). With the GPU idle, closing takes well under a millisecond of
+        /// waiting. See "Shutdown" in the [protocol](crate::executor).
+        pub fn shutdown_timeout(mut self, bound: std::time::Duration) -> Self {
+            self.options.shutdown = bound;
             self
         }
 
@@ -459,6 +503,7 @@ pub(crate) fn default_options() -> Options {
         adaptive: true,
         flush: FlushPolicy::GroupCommit,
         memory_bound: None,
+        shutdown: DEFAULT_SHUTDOWN_TIMEOUT,
     }
 }
 
@@ -483,11 +528,11 @@ impl ExecutorBuilder {
     pub fn build(self) -> Result<Executor> {
         let backend = VulkanBackend::with_trace(&self.device, &self.trace)?;
         let core = QueueCore::new(backend, self.options);
-        let driver_done = spawn_driver(&core, "vkasync-driver")?;
+        let driver = spawn_driver(&core, "vkasync-driver")?;
         Ok(Executor {
             local: Local::new(core, Drive::Thread(self.device.clone())),
             device: self.device,
-            driver_done: Some(driver_done),
+            driver: Some(driver),
         })
     }
 }
@@ -504,8 +549,8 @@ impl ExecutorBuilder {
 pub struct Executor {
     local: Rc<Local<VulkanBackend>>,
     device: Device,
-    /// Signalled when the driver thread has let go of the queue and the device.
-    driver_done: Option<(std::sync::mpsc::Receiver<()>, std::thread::JoinHandle<()>)>,
+    /// The queue's driver thread, joined when the executor closes.
+    driver: Option<self::core::DriverThread>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -593,22 +638,35 @@ impl Executor {
     pub fn tasks_alive(&self) -> usize {
         self.local.tasks_alive()
     }
+
+    /// Closes the executor as its drop does (see [`Drop`](#impl-Drop-for-Executor)), and says
+    /// how it went: [`Error::Timeout`](crate::Error::Timeout) if the GPU still ran submitted
+    /// work when the shutdown timeout passed (that work's memory and the device are then
+    /// leaked, not freed under the GPU), [`Error::DeviceLost`](crate::Error::DeviceLost) if
+    /// the device was lost.
+    ///
+    /// ```
+    /// let device = vkasync::Device::new()?;
+    /// let exec = vkasync::Executor::builder(&device).shutdown_timeout(std::time::Duration::from_secs(1)).build()?;
+    /// exec.run();
+    /// exec.shutdown()?;
+    /// # Ok::<(), vkasync::Error>(())
+    /// ```
+    pub fn shutdown(mut self) -> Result<()> {
+        match self.local.shutdown(self.driver.take()) {
+            self::core::Closed::Leaked if self.device.shared.check_lost().is_err() => Err(crate::Error::DeviceLost),
+            self::core::Closed::Leaked => Err(crate::Error::Timeout(self.local.core.options.shutdown)),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl Drop for Executor {
+    /// Cancels the unfinished tasks, discards unsubmitted work, stops and joins the driver
+    /// thread, and waits for submitted work to complete, all within the shutdown timeout
+    /// ([`ExecutorBuilder::shutdown_timeout`], 10 s by default); see "Shutdown" in the
+    /// [module docs](self).
     fn drop(&mut self) {
-        self.local.shutdown();
-        // The shutdown waited for the submitted work; the driver thread now only has to wake
-        // and let go. Wait for that (bounded), so that no thread of this executor still touches
-        // Vulkan after its drop: a process that exits right after dropping the executor would
-        // otherwise tear the driver's state down under that thread (a crash at exit, seen on
-        // lavapipe).
-        if let Some((rx, thread)) = self.driver_done.take() {
-            if rx.recv_timeout(self::core::SHUTDOWN_BOUND).is_ok() {
-                // It has let go and only returns now: wait for the thread's end, its
-                // thread-local destructors (the Vulkan layers' among them) included.
-                let _ = thread.join();
-            }
-        }
+        let _ = self.local.shutdown(self.driver.take());
     }
 }

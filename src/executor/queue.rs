@@ -2,11 +2,12 @@
 //! into, over the same scheduling core as the native executor.
 
 use super::backend::VulkanBackend;
-use super::core::{spawn_driver, Options, QueueCore};
+use super::core::{spawn_driver, DriverThread, Options, QueueCore, Recorded};
 use super::{default_options, shared_setters, Ctx, FlushPolicy, Stats};
 use crate::device::Device;
 use crate::error::Result;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 /// A device queue that any thread can record into and await, under any async runtime.
 ///
@@ -22,8 +23,11 @@ use std::sync::Arc;
 /// awaiting thread); while a submission runs, work gathers, and the driver submits it in one
 /// `vkQueueSubmit` when the GPU is done. See the protocol in [`crate::executor`].
 ///
-/// Dropping the last handle (and the last context) submits what is recorded; the driver then
-/// waits for everything in flight, releases it and ends. Nothing blocks in `Drop`.
+/// Dropping the last handle (and the last context) closes the queue: it submits what is
+/// recorded, stops and joins the driver thread, and waits for everything in flight before it
+/// releases it, at most [`QueueBuilder::shutdown_timeout`] (10 s by default; with the GPU idle
+/// it does not wait). So no thread of the queue outlives its last handle. See "Shutdown" in
+/// the [protocol](crate::executor).
 ///
 /// ```
 /// use vkasync::{kernels, Buffer, Device, Kernel, MemoryKind, Queue};
@@ -53,18 +57,37 @@ use std::sync::Arc;
 /// ```
 #[derive(Clone)]
 pub struct Queue {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 /// Closes the queue when the last handle or context goes.
-struct Inner {
-    core: Arc<QueueCore<VulkanBackend>>,
+pub(super) struct Inner {
+    pub(super) core: Arc<QueueCore<VulkanBackend>>,
     device: Device,
+    /// The queue's driver thread, joined when the queue closes.
+    driver: Mutex<Option<DriverThread>>,
+}
+
+impl Inner {
+    /// The first half of closing (see [`QueueCore::close_begin`]): submits what is recorded and
+    /// stops the driver, without waiting. `Some` if [`Inner::close_finish`] has work to do.
+    pub(super) fn close_begin(&mut self, deadline: Instant) -> Option<Option<DriverThread>> {
+        let driver = self.driver.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        self.core.close_begin(driver, Recorded::Submit, deadline).ok()
+    }
+
+    /// The second half: joins the driver and waits for the GPU, by `deadline`.
+    pub(super) fn close_finish(&self, driver: Option<DriverThread>, deadline: Instant) {
+        let _ = self.core.close_finish(driver, deadline);
+    }
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        self.core.close();
+        let deadline = Instant::now() + self.core.options.shutdown;
+        if let Some(driver) = self.close_begin(deadline) {
+            self.close_finish(driver, deadline);
+        }
     }
 }
 
@@ -144,8 +167,7 @@ impl QueueBuilder {
         let backend = VulkanBackend::with_trace(&self.device, &self.trace)?;
         let options = Options { flush: FlushPolicy::GroupCommit, ..self.options };
         let core = QueueCore::new(backend, options);
-        // The queue does not wait for its driver thread: closing it is non-blocking (see `Drop`).
-        drop(spawn_driver(&core, "vkasync-queue")?);
-        Ok(Queue { inner: Arc::new(Inner { core, device: self.device }) })
+        let driver = Mutex::new(Some(spawn_driver(&core, "vkasync-queue")?));
+        Ok(Queue { inner: Arc::new(Inner { core, device: self.device, driver }) })
     }
 }

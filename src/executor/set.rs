@@ -66,6 +66,28 @@ struct SetInner {
     next: AtomicUsize,
 }
 
+impl Drop for SetInner {
+    /// Closes the queues of which this set holds the last handle all together, within one
+    /// shutdown timeout (the longest of theirs) instead of one after another.
+    fn drop(&mut self) {
+        let mut closing = Vec::new();
+        let mut deadline = std::time::Instant::now();
+        for q in self.queues.drain(..) {
+            if let Some(mut inner) = Arc::into_inner(q.inner) {
+                let d = std::time::Instant::now() + inner.core.options.shutdown;
+                deadline = deadline.max(d);
+                let driver = inner.close_begin(d);
+                closing.push((inner, driver));
+            }
+        }
+        for (inner, driver) in &mut closing {
+            if let Some(driver) = driver.take() {
+                inner.close_finish(driver, deadline);
+            }
+        }
+    }
+}
+
 impl std::fmt::Debug for QueueSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("QueueSet").field("queues", &self.inner.queues.len()).field("load", &self.load()).finish()

@@ -170,14 +170,19 @@ impl Backend for SimBackend {
         self.pending.clear();
         lock(&self.gpu).in_flight.clear();
     }
-    fn shutdown(&mut self, _bound: Duration) {
+    fn shutdown(&mut self, _bound: Duration) -> bool {
         self.pending.clear();
         let mut g = lock(&self.gpu);
-        if !g.lost {
+        let lost = g.lost;
+        if !lost {
             let s = g.submitted;
             g.set_counter(s);
         }
         g.in_flight.clear();
+        !lost
+    }
+    fn leak(&mut self) {
+        lock(&self.gpu).in_flight.clear();
     }
 }
 
@@ -391,7 +396,18 @@ fn simulate(
     let depth = 1 + (seed >> 14) as usize % 2;
     let core = QueueCore::new(
         backend,
-        Options { policy, timeout, max_pending, spin, adaptive, flush, memory_bound: None, group_bound, depth },
+        Options {
+            policy,
+            timeout,
+            max_pending,
+            spin,
+            adaptive,
+            flush,
+            memory_bound: None,
+            group_bound,
+            depth,
+            shutdown: Duration::from_secs(10),
+        },
     );
     let local = Local::new(core.clone(), Drive::Inline(SimWaiter(gpu.clone())));
     // A quarter of the schedules model a `Queue`: awaited work goes out by group commit alone.
