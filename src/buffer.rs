@@ -404,6 +404,8 @@ impl Drop for RawBuffer {
 /// # Ok::<(), vkasync::Error>(())
 /// ```
 pub struct Buffer<T: Pod> {
+    /// Dropped with the handle, before `raw` (a job's live bytes under a queue's memory bound).
+    pub(crate) hold: Option<Box<dyn Send + Sync>>,
     pub(crate) raw: Arc<RawBuffer>,
     len: usize,
     _t: PhantomData<fn() -> T>,
@@ -458,7 +460,7 @@ impl<T: Pod> Buffer<T> {
             return Err(Error::ZeroSize("buffer element type"));
         }
         let raw = RawBuffer::new(device, size, kind, zeroed)?;
-        Ok(Buffer { raw, len, _t: PhantomData })
+        Ok(Buffer { hold: None, raw, len, _t: PhantomData })
     }
 
     /// Allocates a host-visible [`MemoryKind::Upload`] buffer holding `data`.

@@ -63,6 +63,19 @@ pub enum Error {
         /// The device's limit, in bytes.
         limit: u64,
     },
+    /// A request under a queue's memory bound that can never be met, so it fails instead of
+    /// waiting forever (see [`crate::Ctx::buffer`]).
+    #[error("cannot allocate {requested} bytes under the queue's memory bound of {limit} bytes ({held} bytes held by this job): {reason}; drop buffers before allocating more, or allocate what a job needs at once")]
+    MemoryBound {
+        /// The bytes asked for.
+        requested: u64,
+        /// The bytes of live buffers that the asking job holds under the bound.
+        held: u64,
+        /// The bound, in bytes.
+        limit: u64,
+        /// Why it can never be met.
+        reason: &'static str,
+    },
     /// Two sizes that must agree do not.
     #[error("size mismatch for {what}: expected {expected}, got {got}")]
     SizeMismatch {

@@ -1,5 +1,6 @@
 //! A memory bound on a queue: past it, `Ctx::buffer` awaits instead of failing, so many more
-//! jobs than fit in memory complete (issue 9, item 5).
+//! jobs than fit in memory complete; and a request that can never be met fails with a typed
+//! error instead of waiting forever.
 
 mod common;
 
@@ -81,6 +82,142 @@ fn a_queue_bound_holds_under_tokio_and_too_large_a_buffer_is_a_typed_error() {
         assert!(matches!(err, Error::TooLarge { .. }), "{err}");
     });
     assert!(queue.stats().memory_peak <= bound);
+    drop((queue, rt));
+    finish(device);
+}
+
+const KIB: usize = 1 << 10;
+
+/// Lets the executor run its other tasks once.
+async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if std::mem::replace(&mut yielded, true) {
+            std::task::Poll::Ready(())
+        } else {
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+    .await
+}
+
+fn is_bound_error(r: &Result<(), Error>, held: u64) -> bool {
+    matches!(r, Err(Error::MemoryBound { held: h, limit, .. }) if *h == held && *limit == MIB as u64)
+}
+
+#[test]
+fn a_job_that_holds_budget_and_asks_for_more_than_is_left_fails_at_once_on_both_fronts() {
+    let _w = Watchdog::new(std::time::Duration::from_secs(120));
+    let (device, mix) = setup();
+    let exec = Executor::builder(&device).memory_bound(MIB as u64).build().unwrap();
+    let ctx = exec.context();
+    let r = exec.block_on(async move {
+        let _held = ctx.buffer::<u8>(600 * KIB, MemoryKind::Device).await?;
+        ctx.buffer::<u8>(600 * KIB, MemoryKind::Device).await.map(drop)
+    });
+    assert!(is_bound_error(&r, 600 * KIB as u64), "{r:?}");
+    // A buffer dropped while its GPU work runs comes back: the same request then waits for it
+    // and succeeds.
+    let (ctx, m) = (exec.context(), mix.clone());
+    exec.block_on(async move {
+        let first = ctx.buffer::<u32>(150 * KIB, MemoryKind::Device).await?;
+        dispatch_mix(&ctx, &m, &first, 2000)?;
+        ctx.flush();
+        drop(first);
+        let second = ctx.buffer::<u32>(150 * KIB, MemoryKind::Device).await?;
+        ctx.upload(&second, &[7; 64])?;
+        assert_eq!(&ctx.read(&second).await?[..64], &[7; 64]);
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+    drop(exec);
+
+    let queue = Queue::builder(&device).memory_bound(MIB as u64).build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    let ctx = queue.context();
+    let r = rt.block_on(async move {
+        tokio::spawn(async move {
+            let _held = ctx.buffer::<u8>(600 * KIB, MemoryKind::Device).await?;
+            ctx.buffer::<u8>(600 * KIB, MemoryKind::Device).await.map(drop)
+        })
+        .await
+        .unwrap()
+    });
+    assert!(is_bound_error(&r, 600 * KIB as u64), "{r:?}");
+    drop((queue, rt, mix));
+    finish(device);
+}
+
+#[test]
+fn jobs_that_hold_the_whole_bound_and_all_wait_for_more_fail_instead_of_hanging() {
+    let _w = Watchdog::new(std::time::Duration::from_secs(120));
+    let device = device();
+    // The native executor: two tasks take half the bound each, then both ask for more.
+    let exec = Executor::builder(&device).memory_bound(MIB as u64).build().unwrap();
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let ctx = exec.context();
+            exec.spawn(async move {
+                let _held = ctx.buffer::<u8>(MIB / 2, MemoryKind::Device).await?;
+                yield_now().await;
+                ctx.buffer::<u8>(400 * KIB, MemoryKind::Device).await.map(drop)
+            })
+        })
+        .collect();
+    exec.run();
+    for h in handles {
+        let r = h.join().unwrap();
+        assert!(is_bound_error(&r, MIB as u64 / 2), "{r:?}");
+    }
+    // One job waits for memory that another job, not itself waiting for memory, still holds:
+    // that is a wait that ends, not an error.
+    let (tx, rx) = futures::channel::oneshot::channel::<()>();
+    let ctx = exec.context();
+    let holder = exec.spawn(async move {
+        let held = ctx.buffer::<u8>(MIB / 2, MemoryKind::Device).await?;
+        let _ = rx.await;
+        drop(held);
+        Ok::<_, Error>(())
+    });
+    let ctx = exec.context();
+    let waiter = exec.spawn(async move {
+        let _mine = ctx.buffer::<u8>(MIB / 2, MemoryKind::Device).await?;
+        ctx.buffer::<u8>(400 * KIB, MemoryKind::Device).await.map(drop)
+    });
+    let release = exec.spawn(async move {
+        let _ = tx.send(());
+    });
+    exec.run();
+    release.join().unwrap();
+    holder.join().unwrap().unwrap();
+    waiter.join().unwrap().unwrap();
+    drop(exec);
+
+    // A queue under tokio: the same stall, from two workers.
+    let queue = Queue::builder(&device).memory_bound(MIB as u64).build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+    let results = rt.block_on(async {
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let (ctx, barrier) = (queue.context(), barrier.clone());
+                tokio::spawn(async move {
+                    let _held = ctx.buffer::<u8>(MIB / 2, MemoryKind::Device).await?;
+                    barrier.wait().await;
+                    ctx.buffer::<u8>(400 * KIB, MemoryKind::Device).await.map(drop)
+                })
+            })
+            .collect();
+        let mut out = Vec::new();
+        for h in handles {
+            out.push(h.await.unwrap());
+        }
+        out
+    });
+    for r in results {
+        assert!(is_bound_error(&r, MIB as u64 / 2), "{r:?}");
+    }
     drop((queue, rt));
     finish(device);
 }

@@ -186,8 +186,26 @@ impl Ctx {
     /// bound. Without a bound it is [`Buffer::new`]. A buffer larger than the bound is
     /// [`Error::TooLarge`](crate::Error::TooLarge).
     ///
-    /// A job that holds bounded buffers while it awaits more can deadlock with others doing
-    /// the same; allocate what a job needs at once, or drop before allocating again.
+    /// It never waits for memory that cannot come back: it fails with
+    /// [`Error::MemoryBound`](crate::Error::MemoryBound) at once when this job's own live
+    /// buffers (allocated through this context or its clones, not yet dropped) plus the request
+    /// exceed the bound, and as soon as the whole bound is held by jobs that all wait for more
+    /// while nothing in flight will free any (every such wait then fails). Dropped buffers whose
+    /// GPU work is still running do come back, so a request waits for them. Bytes are charged
+    /// to the job that allocated them, also after the buffer is handed to another job.
+    ///
+    /// ```
+    /// use vkasync::{Device, Error, Executor, MemoryKind};
+    /// let device = Device::new()?;
+    /// let exec = Executor::builder(&device).memory_bound(1 << 20).build()?;
+    /// let ctx = exec.context();
+    /// let err = exec.block_on(async move {
+    ///     let _held = ctx.buffer::<u8>(600 << 10, MemoryKind::Device).await?;
+    ///     ctx.buffer::<u8>(600 << 10, MemoryKind::Device).await.map(drop)
+    /// });
+    /// assert!(matches!(err, Err(Error::MemoryBound { held, .. }) if held == 600 << 10));
+    /// # Ok::<(), vkasync::Error>(())
+    /// ```
     pub async fn buffer<T: Pod>(&self, len: usize, kind: crate::buffer::MemoryKind) -> Result<Buffer<T>> {
         let Some(budget) = self.shared.budget.clone() else {
             return Buffer::new(&self.device, len, kind);
@@ -200,19 +218,22 @@ impl Ctx {
                 limit: budget.limit,
             });
         }
-        let lease = std::future::poll_fn(|cx| match budget.try_lease(bytes, cx.waker()) {
-            Some(lease) => Poll::Ready(lease),
-            None => {
+        let mut request = budget.request(self.state.id(), bytes);
+        let granted = std::future::poll_fn(|cx| {
+            let p = request.poll(cx);
+            if p.is_pending() {
                 // Memory comes back when in-flight work completes: let the driver submit and
                 // wait for it.
                 self.shared.nudge_driver();
-                Poll::Pending
             }
+            p
         })
-        .await;
-        let buf = Buffer::new(&self.device, len, kind)?;
-        // Released after the memory returns to the pool.
-        let _ = buf.raw.attachment.set(Box::new(lease));
+        .await?;
+        let mut buf = Buffer::new(&self.device, len, kind)?;
+        // The lease is released after the memory returns to the pool; the holding (this job's
+        // live bytes) when the handle is dropped.
+        let _ = buf.raw.attachment.set(Box::new(granted.lease));
+        buf.hold = Some(Box::new(granted.holding));
         Ok(buf)
     }
 
