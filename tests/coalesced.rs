@@ -486,3 +486,53 @@ fn large_inputs_go_through_in_pieces_that_overlap() {
     drop((exec, crypto));
     finish(device);
 }
+
+#[test]
+fn records_of_200_mib_seal_and_open_like_rustcrypto_on_every_offload_side() {
+    use vkasync::crypto::Offload;
+    let _w = Watchdog::new(std::time::Duration::from_secs(600));
+    let device = device();
+    let len = 200 << 20;
+    let (aes_key, mac_key, prefix, seq) = ([9u8; 32], b"a mac key for long records", [4, 3, 2, 1], 77);
+    let t = std::time::Instant::now();
+    let plaintext = bytes(len, 5);
+    let (want_ct, want_tag) = cpu_seal(&aes_key, mac_key, prefix, seq, &plaintext);
+    eprintln!("reference: {:?}", t.elapsed());
+    let queue = Queue::new(&device).unwrap();
+    let keys = RecordKeys::new(&aes_key, mac_key, prefix).unwrap();
+    let ctx = queue.context();
+    for offload in [Offload::Gpu, Offload::Host, Offload::Auto] {
+        let t = std::time::Instant::now();
+        let crypto = Crypto::new(&device).unwrap().with_offload(offload);
+        futures::executor::block_on(async {
+            if offload == Offload::Host {
+                // In place, both ways.
+                let mut buf = plaintext.clone();
+                let tag = crypto.seal_in_place(&ctx, &keys, seq, &mut buf).await?;
+                assert!(tag == want_tag && buf == want_ct, "{offload:?}: sealed in place");
+                crypto.open_in_place(&ctx, &keys, seq, &mut buf, &tag).await?;
+                assert!(buf == plaintext, "{offload:?}: opened in place");
+            } else {
+                let sealed = crypto.seal(&ctx, &keys, seq, &plaintext).await?;
+                assert!(sealed.ciphertext == want_ct, "{offload:?}: ciphertext differs from RustCrypto's");
+                assert_eq!(sealed.tag, want_tag, "{offload:?}: tag");
+                let opened = crypto.open(&ctx, &keys, seq, &sealed.ciphertext, &sealed.tag).await?;
+                assert!(opened == plaintext, "{offload:?}: opened record");
+            }
+            // A forged record, or the wrong sequence number, releases nothing: the buffer keeps
+            // the ciphertext.
+            let mut forged = want_ct.clone();
+            forged[len / 2] ^= 1;
+            let r = crypto.open_in_place(&ctx, &keys, seq, &mut forged, &want_tag).await;
+            assert!(matches!(r, Err(Error::AuthenticationFailed)), "{offload:?}: {r:?}");
+            assert!(forged[..len / 2] == want_ct[..len / 2], "{offload:?}: nothing decrypted");
+            let r = crypto.open(&ctx, &keys, seq + 1, &want_ct, &want_tag).await;
+            assert!(matches!(r, Err(Error::AuthenticationFailed)), "{offload:?}: wrong sequence number");
+            Ok::<_, Error>(())
+        })
+        .unwrap();
+        eprintln!("{offload:?}: {:?}", t.elapsed());
+    }
+    drop((ctx, queue));
+    finish(device);
+}

@@ -10,8 +10,19 @@
 //! ```
 //!
 //! The low 32 bits of the counter count the record's blocks, so a record may be up to 64 GiB
-//! and the records of one connection never share keystream. The sequence number is implicit
-//! (both sides count records, as in TLS); it must never repeat under one key.
+//! ([`MAX_RECORD_BYTES`]; a longer one is [`Error::TooLarge`]) and the records of one connection
+//! never share keystream. The sequence number is implicit (both sides count records, as in
+//! TLS); it must never repeat under one key.
+//!
+//! # Records of any size
+//! A record whose nonce, data and tag fit one staging slot (the device's storage-buffer range:
+//! 128 MiB on lavapipe, 4 GiB on an NVIDIA H200) is one item of the coalesced work, its AES-CTR
+//! and its HMAC both there (on the GPU or, as [`super::Offload`] decides, on the host). A longer
+//! record goes in pieces: its AES-CTR is split like [`Crypto::aes_ctr`]'s (16 MiB pieces, each
+//! from its own counter block, which gives the same stream), where the offload decides; its
+//! HMAC, one sequential chain that a single GPU thread would hash at a few MB/s, is computed on
+//! the host of the calling task (over the ciphertext once it is known when sealing, before any
+//! decryption when opening), without copying the record. The output is the same either way.
 //!
 //! [`Crypto::open`] recomputes the tag and compares it with the given one in constant time;
 //! a mismatch is [`Error::AuthenticationFailed`] and no plaintext is released (the staging copy
@@ -22,7 +33,7 @@
 //! HMAC dispatch.
 
 use super::batch::{AesPart, HashPart, Item, Ticket};
-use super::{AesKey, Crypto, HmacKey};
+use super::{host, AesKey, Crypto, HmacKey, Io};
 use crate::error::{Error, Result};
 use crate::Recorder;
 use std::sync::Arc;
@@ -77,6 +88,27 @@ impl RecordKeys {
         n[4..12].copy_from_slice(&seq.to_be_bytes());
         n
     }
+}
+
+/// The longest record: 2^32 AES blocks, the most the low 32 bits of a record's counter count.
+pub const MAX_RECORD_BYTES: u64 = 16 << 32;
+
+/// HMAC-SHA256(`mac`, `nonce || data`) on the host, without joining the two.
+fn record_tag(mac: &HmacKey, nonce: &[u8; 16], data: &[u8]) -> [u8; 32] {
+    if data.len() < 48 {
+        let mut msg = nonce.to_vec();
+        msg.extend_from_slice(data);
+        return host::hmac_sha256_from_midstates(mac.inner, mac.outer, &msg);
+    }
+    let (first, rest) = data.split_at(48);
+    let mut block = [0u8; 64];
+    block[..16].copy_from_slice(nonce);
+    block[16..].copy_from_slice(first);
+    let mut h = mac.inner;
+    host::sha256_compress(&mut h, &block);
+    // The key's block and the first data block are absorbed: 128 bytes.
+    let inner = host::sha256_finish(h, 128, rest);
+    host::sha256_finish(mac.outer, 64, &inner)
 }
 
 /// A sealed record: the ciphertext (as long as the plaintext) and its tag.
@@ -181,6 +213,50 @@ impl PendingOpen {
 }
 
 impl Crypto {
+    /// Whether a record of `len` bytes goes in one staging slot (nonce, data and tag), as one
+    /// item of the coalesced work; a longer one goes in pieces (see the module docs). A record
+    /// over [`MAX_RECORD_BYTES`] is [`Error::TooLarge`].
+    fn record_fits_one_slot(&self, len: usize) -> Result<bool> {
+        let len = len as u64;
+        if len > MAX_RECORD_BYTES {
+            return Err(Error::TooLarge { what: "record", requested: len, limit: MAX_RECORD_BYTES });
+        }
+        Ok(16 + len.next_multiple_of(16) + 32 <= self.batch.arena.max_slot())
+    }
+
+    /// Seals a record too long for one slot: AES-CTR in pieces, then its tag on the host.
+    async fn seal_pieces(&self, ctx: &crate::Ctx, keys: &RecordKeys, seq: u64, io: Io<'_>) -> Result<[u8; 32]> {
+        let nonce = keys.nonce(seq);
+        let out = match io {
+            Io::InPlace(buf) => {
+                self.aes_ctr_pieces(ctx, Some(&keys.aes), &nonce, Io::InPlace(&mut *buf)).await?;
+                &*buf
+            }
+            Io::Separate(input, out) => {
+                self.aes_ctr_pieces(ctx, Some(&keys.aes), &nonce, Io::Separate(input, &mut *out)).await?;
+                &*out
+            }
+        };
+        Ok(record_tag(&keys.mac, &nonce, out))
+    }
+
+    /// Opens a record too long for one slot: its tag is checked on the host first (nothing is
+    /// decrypted for a forged record), then AES-CTR in pieces.
+    async fn open_pieces(
+        &self,
+        ctx: &crate::Ctx,
+        keys: &RecordKeys,
+        seq: u64,
+        io: Io<'_>,
+        tag: &[u8; 32],
+    ) -> Result<()> {
+        let nonce = keys.nonce(seq);
+        if !tags_equal(&record_tag(&keys.mac, &nonce, io.input(0..io.len())), tag) {
+            return Err(Error::AuthenticationFailed);
+        }
+        self.aes_ctr_pieces(ctx, Some(&keys.aes), &nonce, io).await
+    }
+
     /// Stages `data` (nonce first) and adds its AES-CTR and HMAC to the batch, in the order
     /// `mac_first` says.
     fn stage_record<R: Recorder + ?Sized>(
@@ -234,7 +310,9 @@ impl Crypto {
     }
 
     /// Stages record `seq` of a connection for sealing (see [`RecordKeys`] for the format); its AES
-    /// and HMAC join the flush's coalesced work.
+    /// and HMAC join the flush's coalesced work. The record must fit one staging slot (see
+    /// "Records of any size" in the [module docs](self)): a longer one is
+    /// [`Error::TooLarge`] here, and goes through [`Crypto::seal`] or [`Crypto::seal_in_place`].
     pub fn prepare_seal<R: Recorder + ?Sized>(
         &self,
         rec: &mut R,
@@ -247,6 +325,8 @@ impl Crypto {
 
     /// Stages record `seq` of a connection for opening: the tag of the ciphertext is computed
     /// before it is decrypted, in the same flush; [`PendingOpen::finish`] compares it with `tag`.
+    /// As with [`Crypto::prepare_seal`], a record longer than one staging slot is
+    /// [`Error::TooLarge`] here and goes through [`Crypto::open`] or [`Crypto::open_in_place`].
     pub fn prepare_open<R: Recorder + ?Sized>(
         &self,
         rec: &mut R,
@@ -277,6 +357,11 @@ impl Crypto {
     /// # Ok::<(), vkasync::Error>(())
     /// ```
     pub async fn seal(&self, ctx: &crate::Ctx, keys: &RecordKeys, seq: u64, plaintext: &[u8]) -> Result<SealedRecord> {
+        if !self.record_fits_one_slot(plaintext.len())? {
+            let mut ciphertext = vec![0u8; plaintext.len()];
+            let tag = self.seal_pieces(ctx, keys, seq, Io::Separate(plaintext, &mut ciphertext)).await?;
+            return Ok(SealedRecord { ciphertext, tag });
+        }
         PendingSeal(self.run_record(ctx, keys, seq, plaintext, false).await?).finish()
     }
 
@@ -289,6 +374,9 @@ impl Crypto {
         seq: u64,
         buf: &mut [u8],
     ) -> Result<[u8; 32]> {
+        if !self.record_fits_one_slot(buf.len())? {
+            return self.seal_pieces(ctx, keys, seq, Io::InPlace(buf)).await;
+        }
         PendingSeal(self.run_record(ctx, keys, seq, buf, false).await?).finish_into(buf)
     }
 
@@ -301,6 +389,11 @@ impl Crypto {
         ciphertext: &[u8],
         tag: &[u8; 32],
     ) -> Result<Vec<u8>> {
+        if !self.record_fits_one_slot(ciphertext.len())? {
+            let mut plaintext = vec![0u8; ciphertext.len()];
+            self.open_pieces(ctx, keys, seq, Io::Separate(ciphertext, &mut plaintext), tag).await?;
+            return Ok(plaintext);
+        }
         let staged = self.run_record(ctx, keys, seq, ciphertext, true).await?;
         PendingOpen { staged, tag: *tag }.finish()
     }
@@ -315,6 +408,9 @@ impl Crypto {
         buf: &mut [u8],
         tag: &[u8; 32],
     ) -> Result<()> {
+        if !self.record_fits_one_slot(buf.len())? {
+            return self.open_pieces(ctx, keys, seq, Io::InPlace(buf), tag).await;
+        }
         let staged = self.run_record(ctx, keys, seq, buf, true).await?;
         PendingOpen { staged, tag: *tag }.finish_into(buf)
     }

@@ -5,6 +5,8 @@
 //! cargo xtask example [ARGS..]   installs what is missing, then runs the main example (tls_pipeline)
 //! cargo xtask test               installs what is missing, then runs the whole suite with validation
 //! cargo xtask deps               only installs what is missing
+//! cargo xtask repeat N [NAME..]  runs the test binaries that start queues (or the NAMEd ones)
+//!                                N times each, in a row, and counts clean runs
 //! ```
 //!
 //! On Debian and Ubuntu, "installs what is missing" runs `scripts/install-deps.sh` (apt-get,
@@ -102,14 +104,108 @@ fn test() -> Result<(), String> {
     )
 }
 
+/// The integration-test binaries whose tests start queues, executors or queue sets, and so
+/// exercise closing them and the process's exit.
+const QUEUE_BINARIES: &[&str] = &[
+    "any_runtime",
+    "backpressure",
+    "binding_sizes",
+    "busy_loop",
+    "coalesced",
+    "copies",
+    "cross_thread_wake",
+    "crypto",
+    "executor",
+    "executor_props",
+    "foundation",
+    "long_messages",
+    "panics",
+    "queue_set",
+    "shutdown",
+    "task_combinations",
+    "trace",
+    "trace_env",
+    "tracing_spans",
+    "wakers",
+    "zero_init",
+];
+
+/// Builds the integration tests and returns each one's executable, by test name.
+fn test_binaries() -> Result<Vec<(String, String)>, String> {
+    let mut c = cargo();
+    c.args(["test", "--tests", "--no-run", "--message-format=json"]).stderr(std::process::Stdio::inherit());
+    println!("xtask: building the integration tests (cargo test --tests --no-run)");
+    let out = c.output().map_err(|e| format!("could not start cargo: {e}"))?;
+    if !out.status.success() {
+        return Err("building the tests failed".into());
+    }
+    let field = |line: &str, key: &str| -> Option<String> {
+        let at = line.find(&format!("\"{key}\":\""))? + key.len() + 4;
+        Some(line[at..].split('"').next()?.to_string())
+    };
+    let mut found = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if !line.contains("\"kind\":[\"test\"]") {
+            continue;
+        }
+        if let (Some(name), Some(exe)) = (field(line, "name"), field(line, "executable")) {
+            found.push((name, exe));
+        }
+    }
+    Ok(found)
+}
+
+/// Runs each chosen test binary `n` times in a row (validation on), as `cargo xtask test`'s
+/// first pass does, and fails if any run fails: a crash at exit shows here.
+fn repeat(args: &[String]) -> Result<(), String> {
+    let n: usize = args.first().and_then(|a| a.parse().ok()).ok_or("usage: cargo xtask repeat N [NAME..]")?;
+    let names: Vec<&str> =
+        if args.len() > 1 { args[1..].iter().map(String::as_str).collect() } else { QUEUE_BINARIES.to_vec() };
+    let binaries = test_binaries()?;
+    let mut failed = Vec::new();
+    for name in names {
+        let exe = &binaries.iter().find(|(b, _)| b == name).ok_or(format!("no test binary {name}"))?.1;
+        let started = std::time::Instant::now();
+        let mut clean = 0;
+        for run in 1..=n {
+            let out = Command::new(exe)
+                .current_dir(root())
+                .env("VKASYNC_VALIDATION", "1")
+                .output()
+                .map_err(|e| format!("could not start {exe}: {e}"))?;
+            if out.status.success() {
+                clean += 1;
+            } else {
+                let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+                let tail: Vec<&str> = text.lines().rev().take(30).collect();
+                eprintln!(
+                    "xtask: {name}, run {run}: {}\n{}",
+                    out.status,
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                );
+            }
+        }
+        println!("xtask: {name}: {clean} of {n} runs clean ({:.0} s)", started.elapsed().as_secs_f64());
+        if clean < n {
+            failed.push(name);
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("runs failed in {}", failed.join(", ")))
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("example") => example(&args[1..]),
         Some("test") => test(),
         Some("deps") => deps(),
+        Some("repeat") => repeat(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask example [ARGS..] | cargo xtask test | cargo xtask deps");
+            eprintln!("usage: cargo xtask example [ARGS..] | cargo xtask test | cargo xtask deps | cargo xtask repeat N [NAME..]");
             return ExitCode::from(2);
         }
     };
