@@ -226,3 +226,53 @@ impl Drop for Holding {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::task::Waker;
+
+    fn poll(r: &mut Request) -> Poll<Result<Granted>> {
+        r.poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    fn is_bound(p: &Poll<Result<Granted>>, held: u64) -> bool {
+        matches!(p, Poll::Ready(Err(Error::MemoryBound { held: h, .. })) if *h == held)
+    }
+
+    #[test]
+    fn a_job_whose_own_live_bytes_and_request_exceed_the_bound_fails_at_once() {
+        let b = MemoryBudget::new(100);
+        let Poll::Ready(Ok(first)) = poll(&mut b.request(1, 60)) else { panic!("fits") };
+        assert!(is_bound(&poll(&mut b.request(1, 60)), 60));
+        // Once its handle is dropped the bytes are retiring: the same request waits for them.
+        drop(first.holding);
+        let mut again = b.request(1, 60);
+        assert!(poll(&mut again).is_pending());
+        drop(first.lease);
+        assert!(matches!(poll(&mut again), Poll::Ready(Ok(_))));
+    }
+
+    #[test]
+    fn a_stall_fails_every_waiting_request_and_a_wait_on_a_busy_holder_does_not() {
+        let b = MemoryBudget::new(100);
+        let Poll::Ready(Ok(a)) = poll(&mut b.request(1, 50)) else { panic!() };
+        let Poll::Ready(Ok(c)) = poll(&mut b.request(2, 50)) else { panic!() };
+        // Job 1 waits; job 2 holds bytes and does not wait: no stall.
+        let mut wait1 = b.request(1, 40);
+        assert!(poll(&mut wait1).is_pending());
+        // Job 2 waits too: nothing can come back; both fail.
+        assert!(is_bound(&poll(&mut b.request(2, 40)), 50));
+        assert!(is_bound(&poll(&mut wait1), 50));
+        // A withdrawn request counts no more: job 1 waits again, job 2 frees its bytes.
+        let mut wait1 = b.request(1, 40);
+        assert!(poll(&mut wait1).is_pending());
+        let mut gone = b.request(2, 40);
+        drop(c);
+        assert!(matches!(poll(&mut wait1), Poll::Ready(Ok(_))));
+        drop(gone.poll(&mut Context::from_waker(Waker::noop())));
+        drop((a, gone));
+        let st = lock(&b.state);
+        assert!(st.waiting.is_empty() && st.stalled.is_empty(), "withdrawn requests leave nothing behind");
+    }
+}

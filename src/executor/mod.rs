@@ -125,7 +125,8 @@
 //! time the counter is read and dropped right after the state's lock is released, which frees
 //! buffers whose `Buffer` handle was already dropped (and releases their memory-bound leases,
 //! waking allocations that wait for memory), and command buffers are reused once their value
-//! is reached. Nothing blocks in `Drop`.
+//! is reached. No resource's drop blocks; only closing a queue waits, within one bound (see
+//! "Shutdown" below).
 //!
 //! **Coalesced launches.** A task may add an item of a batch kind ([`Ctx::batch`], see
 //! [`crate::batch`]) instead of recording commands; items count as recorded work of the epoch
