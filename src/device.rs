@@ -212,6 +212,9 @@ pub(crate) struct DeviceShared {
     /// The last counter value read from the semaphore.
     completed: AtomicU64,
     lost: AtomicBool,
+    /// The loss is simulated ([`Device::debug_simulate_loss`]): the GPU goes on, so what it runs
+    /// can still be waited for and released ([`DeviceShared::wait_through_simulated_loss`]).
+    simulated_loss: AtomicBool,
     pub allocator: ManuallyDrop<Mutex<Allocator>>,
     /// Blocks that small buffers are carved from (lock order: pool, then allocator).
     pub pool: Mutex<crate::pool::Pool>,
@@ -474,6 +477,7 @@ impl Device {
                 submitted: AtomicU64::new(0),
                 completed: AtomicU64::new(0),
                 lost: AtomicBool::new(false),
+                simulated_loss: AtomicBool::new(false),
                 allocator: ManuallyDrop::new(Mutex::new(allocator)),
                 pool: Mutex::default(),
                 stash: crate::pool::Stash::default(),
@@ -640,6 +644,7 @@ impl Device {
     /// call loses the device (see [`Device::debug_host_signal`] for lavapipe's).
     #[doc(hidden)]
     pub fn debug_simulate_loss(&self) {
+        self.shared.simulated_loss.store(true, Ordering::SeqCst);
         self.shared.lost.store(true, Ordering::SeqCst);
     }
 
@@ -706,11 +711,34 @@ impl DeviceShared {
         Ok(v)
     }
 
+    /// Whether the device's loss is simulated (see [`Device::debug_simulate_loss`]).
+    pub(crate) fn loss_is_simulated(&self) -> bool {
+        self.simulated_loss.load(Ordering::SeqCst)
+    }
+
+    /// As [`DeviceShared::wait`], and after a simulated loss a real wait for the GPU, which goes
+    /// on (so that closing a queue releases what it ran instead of leaking it with the device).
+    pub(crate) fn wait_through_simulated_loss(&self, value: u64, timeout: Option<Duration>) -> Result<bool> {
+        if !self.loss_is_simulated() {
+            return self.wait(value, timeout);
+        }
+        self.wait_unchecked(value, timeout, false)
+    }
+
     pub(crate) fn wait(&self, value: u64, timeout: Option<Duration>) -> Result<bool> {
         if value <= self.cached_completed() {
             return Ok(true);
         }
         self.check_lost()?;
+        self.wait_unchecked(value, timeout, true)
+    }
+
+    /// Waits on the timeline; with `fail_if_lost`, a wait that returns after the device was
+    /// found lost (reported to another call, or simulated) fails, since the value says nothing.
+    fn wait_unchecked(&self, value: u64, timeout: Option<Duration>, fail_if_lost: bool) -> Result<bool> {
+        if value <= self.cached_completed() {
+            return Ok(true);
+        }
         let sems = [self.timeline];
         let values = [value];
         let info = vk::SemaphoreWaitInfo::default().semaphores(&sems).values(&values);
@@ -719,7 +747,7 @@ impl DeviceShared {
         match unsafe { self.device.wait_semaphores(&info, ns) } {
             // Lost while this wait was blocked (a loss that the driver reported to another
             // call, or a simulated one): the value says nothing.
-            Ok(()) if self.lost.load(Ordering::SeqCst) => Err(Error::DeviceLost),
+            Ok(()) if fail_if_lost && self.lost.load(Ordering::SeqCst) => Err(Error::DeviceLost),
             Ok(()) => {
                 self.completed.fetch_max(value, Ordering::SeqCst);
                 Ok(true)
@@ -757,8 +785,12 @@ impl Drop for DeviceShared {
         // flight here. Work submitted by hand ([`Device::submit_raw`]) that has not completed is
         // never waited for in a drop: the device is then leaked rather than destroyed under it.
         let last = self.submitted();
-        let done =
-            self.lost.load(Ordering::SeqCst) || matches!(self.wait(last, Some(Duration::ZERO)), Ok(true) | Err(_));
+        let done = if self.loss_is_simulated() {
+            // The GPU goes on after a simulated loss: destroy only once it is done.
+            matches!(self.wait_through_simulated_loss(last, Some(Duration::ZERO)), Ok(true))
+        } else {
+            self.lost.load(Ordering::SeqCst) || matches!(self.wait(last, Some(Duration::ZERO)), Ok(true) | Err(_))
+        };
         if !done {
             log::error!("vkasync: the last handle of a device was dropped while the GPU still ran work submitted to it; leaking the device rather than freeing memory it may still use");
             return;

@@ -335,8 +335,10 @@ fn device_loss_during_a_wait_reaches_every_waiting_task() {
     assert_only_intended_validation_messages(&device);
     drop((exec, mix));
     // The three buffers whose work was in flight when the device was lost are deliberately
-    // leaked: after a loss nothing says when the driver stops touching them.
-    assert_eq!(device.memory_report().live_buffers, 3);
+    // leaked: after a loss nothing says when the driver stops touching them. After a simulated
+    // loss the GPU went on, and closing the executor waited for it and freed them.
+    let leaked = if loss_is_simulated(&device) { 0 } else { 3 };
+    assert_eq!(device.memory_report().live_buffers, leaked);
 }
 
 #[test]

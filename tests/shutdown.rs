@@ -217,17 +217,32 @@ fn exit_child(mode: &str) {
         let _buf = record_long(&device, &mix, &ctx, Duration::from_secs(3));
         ctx.flush();
     }
-    drop((exec, queue, mix));
+    drop(exec);
+    let started = Instant::now();
+    drop(queue);
+    println!("\nchild-queue-drop-took {}", started.elapsed().as_nanos());
+    println!("child-on-lavapipe {}", is_lavapipe(&device) as u8);
+    drop(mix);
     assert_no_validation_messages(&device);
     drop(device);
     let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap();
     println!("\nchild-returns-at {}", now.as_nanos());
 }
 
+/// What [`time_child_exit`] learns of a child.
+struct ChildExit {
+    /// From the end of its test to the end of the process.
+    exit: Duration,
+    /// How long dropping its queue took.
+    queue_drop: Duration,
+    on_lavapipe: bool,
+    stderr: String,
+}
+
 /// Runs this test binary again as a child that runs `test` alone with `VKASYNC_EXIT_CHILD=mode`,
-/// and returns how long after its test returned the child process had exited, with the
-/// child's standard error.
-fn time_child_exit(test: &str, mode: &str) -> (Duration, String) {
+/// and returns how long after its test returned the child process had exited, how long its
+/// queue's drop took, and its standard error.
+fn time_child_exit(test: &str, mode: &str) -> ChildExit {
     let exe = std::env::current_exe().unwrap();
     let out = std::process::Command::new(exe)
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
@@ -242,14 +257,21 @@ fn time_child_exit(test: &str, mode: &str) -> (Duration, String) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "the child failed ({}):\n{stdout}\n{stderr}", out.status);
-    let returned: u128 = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("child-returns-at "))
-        .unwrap_or_else(|| panic!("the child printed no time:\n{stdout}\n{stderr}"))
-        .trim()
-        .parse()
-        .unwrap();
-    (Duration::from_nanos((exited.as_nanos() - returned) as u64), stderr)
+    let value = |key: &str| -> u128 {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("the child printed no {key}:\n{stdout}\n{stderr}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    ChildExit {
+        exit: Duration::from_nanos((exited.as_nanos() - value("child-returns-at ")) as u64),
+        queue_drop: Duration::from_nanos(value("child-queue-drop-took ") as u64),
+        on_lavapipe: value("child-on-lavapipe ") == 1,
+        stderr,
+    }
 }
 
 #[test]
@@ -259,9 +281,10 @@ fn a_process_whose_queues_were_dropped_idle_exits_within_100_ms() {
     }
     let _t = turn();
     let _w = Watchdog::new(Duration::from_secs(120));
-    let (took, _) = time_child_exit("a_process_whose_queues_were_dropped_idle_exits_within_100_ms", "idle");
-    eprintln!("the child exited {took:?} after its test returned");
-    assert!(took < Duration::from_millis(100), "exit took {took:?} after the test returned");
+    let child = time_child_exit("a_process_whose_queues_were_dropped_idle_exits_within_100_ms", "idle");
+    eprintln!("the child exited {:?} after its test returned", child.exit);
+    assert!(child.exit < Duration::from_millis(100), "exit took {:?} after the test returned", child.exit);
+    assert!(child.queue_drop < Duration::from_millis(100), "an idle queue's drop took {:?}", child.queue_drop);
 }
 
 #[test]
@@ -272,9 +295,23 @@ fn a_process_that_drops_a_queue_with_work_pending_waits_its_bound_says_so_and_ex
     let _t = turn();
     let _w = Watchdog::new(Duration::from_secs(120));
     let test = "a_process_that_drops_a_queue_with_work_pending_waits_its_bound_says_so_and_exits";
-    let started = Instant::now();
-    let (took, stderr) = time_child_exit(test, "pending");
-    eprintln!("the child exited {took:?} after its test returned ({:?} in all)", started.elapsed());
-    assert!(took < Duration::from_millis(100), "exit took {took:?} after the test returned");
-    assert!(stderr.contains("shutdown_timeout"), "the wait for the GPU is in the log:\n{stderr}");
+    let child = time_child_exit(test, "pending");
+    eprintln!("the child's queue drop took {:?}; it exited {:?} after its test returned", child.queue_drop, child.exit);
+    assert!(
+        child.queue_drop <= Duration::from_millis(550),
+        "the drop took {:?}, past its bound + 10%",
+        child.queue_drop
+    );
+    assert!(
+        child.queue_drop >= Duration::from_millis(450),
+        "the drop took {:?}: it did not wait for the GPU",
+        child.queue_drop
+    );
+    assert!(child.stderr.contains("shutdown_timeout"), "the wait for the GPU is in the log:\n{}", child.stderr);
+    // The work left on the GPU is leaked, not destroyed. Lavapipe lets the process end around
+    // it; a discrete GPU's driver may wait at exit for what that work still has to run (seen on
+    // an NVIDIA H200: about 3 s), which vkasync cannot shorten.
+    if child.on_lavapipe {
+        assert!(child.exit < Duration::from_millis(100), "exit took {:?} after the test returned", child.exit);
+    }
 }

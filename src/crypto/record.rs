@@ -310,8 +310,8 @@ impl Crypto {
     }
 
     /// Stages record `seq` of a connection for sealing (see [`RecordKeys`] for the format); its AES
-    /// and HMAC join the flush's coalesced work. The record must fit one staging slot (see
-    /// "Records of any size" in the [module docs](self)): a longer one is
+    /// and HMAC join the flush's coalesced work. The record must fit one staging slot (the
+    /// device's storage-buffer range, see [`Crypto::seal`]): a longer one is
     /// [`Error::TooLarge`] here, and goes through [`Crypto::seal`] or [`Crypto::seal_in_place`].
     pub fn prepare_seal<R: Recorder + ?Sized>(
         &self,
@@ -340,6 +340,16 @@ impl Crypto {
 
     /// Seals record `seq` of a connection inside a task: records it and awaits the flush that
     /// carries it (with every other task's records).
+    ///
+    /// Records of any length up to [`MAX_RECORD_BYTES`] (64 GiB; longer is
+    /// [`Error::TooLarge`]) are accepted here and by [`Crypto::seal_in_place`], [`Crypto::open`]
+    /// and [`Crypto::open_in_place`]. One whose nonce, data and tag fit one staging slot (the
+    /// device's storage-buffer range: 128 MiB on lavapipe, 4 GiB on an NVIDIA H200) is one item of
+    /// the coalesced work. A longer one goes in pieces: its AES-CTR is split like
+    /// [`Crypto::aes_ctr`]'s (16 MiB pieces, where the [`Offload`](super::Offload) says), and its
+    /// HMAC, one sequential chain that a single GPU thread would hash at a few MB/s, is computed
+    /// on the calling task's thread (after encrypting; before decrypting, so a forged record
+    /// releases nothing). The output is the same either way.
     ///
     /// ```no_run
     /// # use vkasync::{crypto::{Crypto, RecordKeys}, Device, Executor};

@@ -360,7 +360,7 @@ impl Backend for VulkanBackend {
 
     fn end_flush(&mut self, job: FlushJob) {
         let FlushJob { rec, pool, submit_ns, submitted, .. } = job;
-        if self.abandoned {
+        if self.abandoned && !self.device.shared.loss_is_simulated() {
             // The device was lost while the job ran: what it submitted may still be running
             // in a driver that no longer answers, so it is leaked with the pool, as in
             // `abandon`.
@@ -408,6 +408,11 @@ impl Backend for VulkanBackend {
         self.abandoned = true;
         self.pending = Recording::new(&self.device);
         self.submit_ns.clear();
+        if self.device.shared.loss_is_simulated() {
+            // The GPU goes on: what it runs is released when the queue closes, once the GPU is
+            // done with it (see `shutdown`).
+            return;
+        }
         if !self.in_flight.is_empty() {
             log::error!(
                 "vkasync: device lost with {} submission(s) in flight; leaking their memory rather than freeing it under the driver",
@@ -454,22 +459,28 @@ impl Backend for VulkanBackend {
 
     fn shutdown(&mut self, bound: Duration) -> bool {
         self.pending = Recording::new(&self.device);
-        if self.abandoned {
+        let shared = &self.device.shared;
+        if self.abandoned && !shared.loss_is_simulated() {
             return false;
         }
         let last = self.in_flight.back().map_or(0, |(v, _)| *v);
         // Wait quietly for a moment; a longer wait is announced, since it holds up a drop (and,
         // at the end of `main`, the process's exit).
         let quiet = bound.min(ANNOUNCE_WAIT_AFTER);
-        let mut outcome = self.device.shared.wait(last, Some(quiet));
+        let mut outcome = shared.wait_through_simulated_loss(last, Some(quiet));
         if matches!(outcome, Ok(false)) && bound > quiet {
             log::warn!(
                 "vkasync: a queue was closed while the GPU still runs its work; waiting up to {:?} more for it (the queue's shutdown_timeout)",
                 bound - quiet
             );
-            outcome = self.device.shared.wait(last, Some(bound - quiet));
+            outcome = shared.wait_through_simulated_loss(last, Some(bound - quiet));
         }
         match outcome {
+            Ok(true) if self.abandoned => {
+                // After a simulated loss: the GPU finished what it ran; release it.
+                self.in_flight.clear();
+                true
+            }
             Ok(true) => {
                 self.retire(last);
                 self.retired.clear();

@@ -168,8 +168,14 @@
 //!    well under a millisecond of waiting. A wait longer than 100 ms is announced in the log
 //!    (`warn`); if the GPU is still running the work at the bound, that work's memory, its
 //!    command pool and the device are leaked (an `error` in the log) rather than freed under the
-//!    GPU, and the operating system takes them back at exit. A [`QueueSet`] closes the queues
-//!    it holds the last handles of together, under one bound.
+//!    GPU, and the operating system takes them back at exit (a discrete GPU's driver may then
+//!    hold the process's exit until that work ends: about 3 s for work with that much left,
+//!    seen on an NVIDIA H200; lavapipe does not). A [`QueueSet`] closes the queues it holds the
+//!    last handles of together, under one bound.
+//!
+//! After a device loss what was in flight is leaked (below), except after a simulated one
+//! ([`Device::debug_simulate_loss`], for tests), where the GPU goes on: closing then waits
+//! for it, within the same bound, and frees it, so the device is destroyed.
 //!
 //! So every Vulkan object is destroyed on a thread of the program's, by a drop that the program
 //! ran: no thread of vkasync's outlives the drop of its queue's owner, none is running when

@@ -162,6 +162,13 @@ pub fn dispatch_mix(ctx: &Ctx, mix: &Kernel, buf: &Buffer<u32>, k: u32) -> Resul
     ctx.dispatch(mix, [mix.groups_for(n as u64), 1, 1], &[buf.into()], bytemuck::bytes_of(&[n as u32, k]))
 }
 
+/// Whether [`lose_device`] simulates the loss on `device` (the GPU then goes on, and what it ran
+/// is released once it is done) rather than losing it through the driver (lavapipe: what was in
+/// flight is leaked).
+pub fn loss_is_simulated(device: &Device) -> bool {
+    !is_lavapipe(device) || std::env::var("VKASYNC_TEST_SIMULATED_LOSS").is_ok_and(|v| v == "1")
+}
+
 /// Loses the device on purpose, for the device-loss tests. Lavapipe answers an invalid host
 /// signal of the timeline with `VK_ERROR_DEVICE_LOST`, so there the loss comes from the driver
 /// (and the validation layer reports the invalid signal: see
@@ -170,8 +177,7 @@ pub fn dispatch_mix(ctx: &Ctx, mix: &Kernel, buf: &Buffer<u32>, k: u32) -> Resul
 /// same path from the failed call on, while the GPU finishes its work.
 /// `VKASYNC_TEST_SIMULATED_LOSS=1` takes the simulated path on lavapipe too.
 pub fn lose_device(device: &Device) {
-    let simulate = std::env::var("VKASYNC_TEST_SIMULATED_LOSS").is_ok_and(|v| v == "1");
-    if is_lavapipe(device) && !simulate {
+    if !loss_is_simulated(device) {
         let _ = device.debug_host_signal(0);
     } else {
         device.debug_simulate_loss();
