@@ -128,7 +128,8 @@ pub(crate) struct InstanceShared {
 /// them on different instances at once; the Khronos validation layer keeps process-wide state,
 /// and a crash inside its `vkDestroyDebugUtilsMessengerEXT` was seen with two queue drivers
 /// destroying their instances together while the process exited (lavapipe, about one run in
-/// twenty of `tests/queue_set.rs`; the exit itself is handled by the executor's `LiveDriver`).
+/// twenty of `tests/queue_set.rs`; since then closing a queue joins its driver thread, so
+/// nothing is destroyed while the process exits: see "Shutdown" in [`crate::executor`]).
 /// These calls are rare and slow, so serialising them costs nothing that matters.
 pub(crate) static LIFECYCLE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 

@@ -130,7 +130,7 @@ pub(crate) struct State<B> {
     flushing_waiters: Vec<Key>,
     /// A flush was asked for while another ran: its runner flushes again when done.
     flush_again: bool,
-    /// Threads waiting for the running flush to end (see [`QueueCore::shutdown`]).
+    /// Threads waiting for the running flush to end (see [`QueueCore::close_begin`]).
     flush_watchers: usize,
     /// A running executor's task filled a group (the group bound): the driver thread encodes
     /// and submits it while the executor goes on running tasks (see [`QueueCore::record`]).
