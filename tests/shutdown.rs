@@ -308,10 +308,12 @@ fn a_process_that_drops_a_queue_with_work_pending_waits_its_bound_says_so_and_ex
         child.queue_drop
     );
     assert!(child.stderr.contains("shutdown_timeout"), "the wait for the GPU is in the log:\n{}", child.stderr);
-    // The work left on the GPU is leaked, not destroyed. Lavapipe lets the process end around
-    // it; a discrete GPU's driver may wait at exit for what that work still has to run (seen on
-    // an NVIDIA H200: about 3 s), which vkasync cannot shorten.
+    // The work left on the GPU (about 2.5 s of it) is leaked, not destroyed, and nothing of
+    // vkasync's waits for it at exit. Lavapipe lets the process end around it (in about 10 ms
+    // on an idle host; the leaked work keeps the host's cores busy meanwhile, so a loaded host
+    // takes longer); a discrete GPU's driver may wait at exit for what that work still has to
+    // run (seen on an NVIDIA H200: about 3 s), which vkasync cannot shorten.
     if child.on_lavapipe {
-        assert!(child.exit < Duration::from_millis(100), "exit took {:?} after the test returned", child.exit);
+        assert!(child.exit < Duration::from_secs(1), "exit took {:?} after the test returned", child.exit);
     }
 }
