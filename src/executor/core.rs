@@ -1148,9 +1148,10 @@ impl<B: Backend> QueueCore<B> {
         deadline: Instant,
     ) -> std::result::Result<Option<DriverThread>, Closed> {
         let mut wakers = Vec::new();
+        let keep = |st: &State<B>| recorded == Recorded::Submit && st.backend.has_pending() && st.fatal.is_none();
         if driver.as_ref().is_some_and(|d| d.thread.thread().id() == std::thread::current().id()) {
             let mut st = self.lock();
-            if recorded == Recorded::Submit && st.backend.has_pending() && st.fatal.is_none() {
+            if keep(&st) {
                 st = self.flush(st, &mut wakers);
             }
             st.closing = Some(deadline);
@@ -1164,17 +1165,14 @@ impl<B: Backend> QueueCore<B> {
             if st.stopped {
                 return Err(Closed::Released);
             }
-            if recorded == Recorded::Submit && st.backend.has_pending() && st.fatal.is_none() {
+            if keep(&st) {
                 st = self.flush(st, &mut wakers);
             }
             st.stopped = true;
             // A flush running on another thread holds the backend's command pool: let it end
             // (it only encodes and submits; it never waits for the GPU).
             st = self.after_flush(st);
-            let keys: Vec<Key> = std::mem::take(&mut st.by_value).into_values().flatten().collect();
-            for k in keys.into_iter().chain(std::mem::take(&mut st.pending_waiters)) {
-                wakers.extend(st.waiters.fire(k, Err(Error::InvalidArgument("the queue was shut down".into()))));
-            }
+            self.fail_all(&mut st, Error::InvalidArgument("the queue was shut down".into()), &mut wakers);
             st.batch.set(BatchStatus::Failed(Error::InvalidArgument("the queue was shut down".into())));
         }
         self.notify_driver();
