@@ -131,6 +131,14 @@ pub enum Error {
     /// SPIR-V that could not be used: bad magic, truncated, no compute entry point, ...
     #[error("invalid SPIR-V: {0}")]
     InvalidSpirv(String),
+    /// SPIR-V supplied at run time cannot be validated: this build of vkasync has no SPIR-V
+    /// validator (cargo feature `spirv-validation` off), so the safe constructors refuse it.
+    /// `Kernel::from_words_unchecked` takes words whose validity the caller vouches for.
+    #[error(
+        "run-time SPIR-V validation is not built in (vkasync's cargo feature `spirv-validation` is off); \
+         validate the module elsewhere and use `Kernel::from_words_unchecked`"
+    )]
+    ValidationUnavailable,
     /// The kernel declares a SPIR-V capability (or extension) that the device does not support or
     /// that vkasync did not enable when it created the device.
     #[error("kernel {kernel:?} declares {capability}, which needs {requires}")]

@@ -32,8 +32,9 @@ impl KernelSource {
     /// capabilities against the device).
     ///
     /// # Safety
-    /// `spirv` must be a module that `spirv-val --target-env vulkan1.2` accepted (vkasync-build
-    /// runs it); invalid SPIR-V given to a driver is undefined behaviour.
+    /// `spirv` must be a module that SPIRV-Tools' validator accepted for Vulkan 1.2
+    /// (vkasync-build runs it), or empty (a build without shaderc; [`Kernel::new`] refuses it).
+    /// Invalid SPIR-V given to a driver is undefined behaviour.
     pub const unsafe fn prevalidated(name: &'static str, path: &'static str, spirv: &'static [u32]) -> Self {
         KernelSource { name, path, spirv }
     }
@@ -85,6 +86,12 @@ impl Kernel {
     /// Creates the pipeline for a kernel compiled at build time. `build.rs` already ran the SPIR-V
     /// validator on it, so only the device checks of [`Kernel::from_words`] run here.
     pub fn new(device: &Device, source: &KernelSource) -> Result<Self> {
+        if source.spirv.is_empty() {
+            return Err(Error::InvalidSpirv(format!(
+                "{} has no SPIR-V: this build compiled no shaders (vkasync-build without its `shaderc` feature)",
+                source.path
+            )));
+        }
         // SAFETY: a `KernelSource` is only made by the code `build.rs` generates, after the SPIR-V
         // validator accepted its words (`#[non_exhaustive]` keeps other crates from making one).
         unsafe { Self::from_words_unchecked(device, source.name, source.spirv) }
@@ -134,6 +141,9 @@ impl Kernel {
     /// One of the library's own kernels (`shaders/internal/`), whose capabilities are checked
     /// against the features the library enabled for itself (buffer device addresses).
     pub(crate) fn internal(device: &Device, source: &KernelSource) -> Result<Self> {
+        if source.spirv.is_empty() {
+            return Err(Error::InvalidSpirv(format!("{} has no SPIR-V (built without shaderc)", source.path)));
+        }
         // SAFETY: as in `Kernel::new`: `build.rs` validated the words.
         unsafe { Self::create(device, source.name, source.spirv, &device.shared.internal_features) }
     }

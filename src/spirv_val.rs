@@ -10,13 +10,16 @@
 //! [`crate::Kernel::from_spirv`]) goes through `spvValidateBinary` first.
 //!
 //! # How
-//! - Debian ships SPIRV-Tools only as a static archive (`libSPIRV-Tools.a`, package
-//!   `spirv-tools`), so it is linked statically by `build.rs` through the few C functions
-//!   declared below (`/usr/include/spirv-tools/libspirv.h`). That costs no build time, unlike
-//!   compiling SPIRV-Tools from source (the `spirv-tools` crate: about 8 minutes on 2 cores), and
-//!   pure-Rust readers (naga, rspirv) reject valid modules or accept broken ones (see
-//!   `DESIGN-NOTES.md`). libstdc++ is linked statically too, so binaries still need only libc,
-//!   libm and libgcc_s at run time.
+//! - The validator is `vkasync_spirv::validate`: SPIRV-Tools' `spvValidateBinary`, taken from the
+//!   native libraries that the `shaderc` crate links for the build helper (the Vulkan SDK, a
+//!   source build of shaderc, or the Debian/Ubuntu archives beside `libshaderc-dev`), so a crate
+//!   using vkasync needs nothing beyond what its build needs. Pure-Rust readers (naga, rspirv)
+//!   reject valid modules or accept broken ones (see `DESIGN-NOTES.md`).
+//! - It is the cargo feature `spirv-validation` (on by default). Without it, binaries carry no
+//!   SPIRV-Tools (smaller, and they link for targets where no shaderc library exists, such as
+//!   `x86_64-pc-windows-gnu` built on Linux), and the safe constructors refuse every run-time
+//!   module with [`Error::ValidationUnavailable`] instead of handing unchecked words to a driver.
+//!   Build-time kernels are unaffected (validated by the build helper).
 //! - The environment is `SPV_ENV_VULKAN_1_2` (SPIR-V up to 1.5): the instance is created for
 //!   Vulkan 1.2, which is also what `build.rs` compiles for.
 //! - The header promises no thread safety for a shared `spv_context` (the C++ wrapper gives only
@@ -28,59 +31,6 @@
 //!   [`crate::Kernel::new`] does not validate them again.
 
 use crate::error::{Error, Result};
-use std::ffi::{c_char, c_int, c_void, CStr};
-
-/// `spv_position_t`.
-#[repr(C)]
-struct SpvPosition {
-    line: usize,
-    column: usize,
-    index: usize,
-}
-
-/// `spv_diagnostic_t`.
-#[repr(C)]
-struct SpvDiagnostic {
-    position: SpvPosition,
-    error: *mut c_char,
-    is_text_source: bool,
-}
-
-/// `spv_target_env::SPV_ENV_VULKAN_1_2`.
-const SPV_ENV_VULKAN_1_2: c_int = 23;
-/// `spv_result_t::SPV_SUCCESS`.
-const SPV_SUCCESS: c_int = 0;
-
-extern "C" {
-    fn spvContextCreate(env: c_int) -> *mut c_void;
-    fn spvContextDestroy(context: *mut c_void);
-    fn spvValidateBinary(
-        context: *const c_void,
-        words: *const u32,
-        num_words: usize,
-        diagnostic: *mut *mut SpvDiagnostic,
-    ) -> c_int;
-    fn spvDiagnosticDestroy(diagnostic: *mut SpvDiagnostic);
-}
-
-/// Destroys the context and the diagnostic on every path out of [`validate`].
-struct Owned {
-    context: *mut c_void,
-    diagnostic: *mut SpvDiagnostic,
-}
-
-impl Drop for Owned {
-    fn drop(&mut self) {
-        // SAFETY: both pointers are null or were returned by SPIRV-Tools and not freed yet;
-        // `spvDiagnosticDestroy` accepts null, and the context is destroyed only when non-null.
-        unsafe {
-            spvDiagnosticDestroy(self.diagnostic);
-            if !self.context.is_null() {
-                spvContextDestroy(self.context);
-            }
-        }
-    }
-}
 
 /// Rules that the validator of SPIRV-Tools 2023.1 does not check but Mesa relies on (found by the
 /// fuzz test in `tests/spirv_safety.rs`; each crashed or failed in lavapipe):
@@ -184,46 +134,17 @@ fn missed_rules(words: &[u32]) -> Result<()> {
 }
 
 /// Validates a whole module for Vulkan 1.2. The validator's message (with the word index it
-/// points at) becomes an [`Error::InvalidSpirv`].
+/// points at) becomes an [`Error::InvalidSpirv`]; a build without a validator refuses every
+/// module with [`Error::ValidationUnavailable`].
 pub(crate) fn validate(words: &[u32]) -> Result<()> {
     missed_rules(words)?;
-    // SAFETY: `spvContextCreate` has no preconditions; it returns null only for an unknown
-    // environment, which is checked below.
-    let context = unsafe { spvContextCreate(SPV_ENV_VULKAN_1_2) };
-    let mut owned = Owned { context, diagnostic: std::ptr::null_mut() };
-    if context.is_null() {
-        return Err(Error::InvalidSpirv("the SPIR-V validator could not start".into()));
-    }
-    // SAFETY: the context is live; `words` is a valid slice for `words.len()` words (an empty
-    // slice passes a dangling but aligned pointer with a length of 0, which the validator
-    // rejects without reading); the diagnostic out-pointer is valid and starts null.
-    let result = unsafe { spvValidateBinary(context, words.as_ptr(), words.len(), &mut owned.diagnostic) };
-    if result == SPV_SUCCESS {
-        return Ok(());
-    }
-    let message = if owned.diagnostic.is_null() {
-        format!("rejected by the SPIR-V validator (code {result})")
-    } else {
-        // SAFETY: a non-null diagnostic is a live `spv_diagnostic_t` owned by `owned`; its
-        // `error` is null or a NUL-terminated string it owns.
-        unsafe {
-            let d = &*owned.diagnostic;
-            let text = if d.error.is_null() {
-                format!("code {result}")
-            } else {
-                CStr::from_ptr(d.error).to_string_lossy().trim().to_string()
-            };
-            if d.is_text_source {
-                text
-            } else {
-                format!("{text} (word {})", d.position.index)
-            }
-        }
-    };
-    Err(Error::InvalidSpirv(format!("spirv-val: {message}")))
+    #[cfg(feature = "spirv-validation")]
+    return vkasync_spirv::validate::validate(words).map_err(|e| Error::InvalidSpirv(format!("spirv-val: {}", e.0)));
+    #[cfg(not(feature = "spirv-validation"))]
+    Err(Error::ValidationUnavailable)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "spirv-validation"))]
 mod tests {
     use super::validate;
     use crate::kernels;

@@ -46,13 +46,14 @@ fn deps() -> Result<(), String> {
     if cfg!(windows) {
         println!(
             "xtask: on Windows, install by hand: a GPU driver with Vulkan 1.2 (or Mesa's lavapipe), and the \
-             Vulkan SDK (https://vulkan.lunarg.com), which brings shaderc, SPIRV-Tools and the validation layer; \
-             then open a new terminal so that VULKAN_SDK is set."
+             Vulkan SDK (https://vulkan.lunarg.com), which brings shaderc (with glslang and SPIRV-Tools) and the \
+             validation layer; then open a new terminal so that VULKAN_SDK is set."
         );
     } else {
         println!(
             "xtask: not a Debian/Ubuntu system: install by hand a Vulkan loader and driver (or lavapipe), the \
-             Khronos validation layer, and the shader tools glslc and spirv-val (shaderc, SPIRV-Tools)."
+             Khronos validation layer, a C++ compiler, and shaderc with glslang and SPIRV-Tools (or cmake, git and \
+             python3, with which the shaderc crate builds it from source)."
         );
     }
     Ok(())
