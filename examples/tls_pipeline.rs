@@ -361,6 +361,17 @@ fn run_tokio_set(
     Run::of_tasks(results.into_iter().collect::<Result<Vec<_>, Error>>()?, wall, s)
 }
 
+/// The device's kind, in words.
+fn describe(kind: vkasync::DeviceType) -> &'static str {
+    match kind {
+        vkasync::DeviceType::Discrete => "a discrete GPU",
+        vkasync::DeviceType::Integrated => "a GPU integrated with the host processor",
+        vkasync::DeviceType::Virtual => "a virtual GPU",
+        vkasync::DeviceType::Cpu => "a CPU device: Vulkan emulated on the host's cores",
+        _ => "a device of another kind",
+    }
+}
+
 fn percentile(v: &mut [Duration], p: f64) -> Duration {
     v.sort();
     v.get(((v.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or_default()
@@ -393,10 +404,23 @@ fn main() -> Result<(), Error> {
     let auto = Crypto::new(&device)?;
     let crypto = auto.clone().with_offload(Offload::Gpu);
     let name = device.info().name.replace(',', ";");
-    println!(
-        "device: {name}; host cores: {cores}; flush policy {flush:?}; offload crossover of `auto`: {} bytes per flush",
-        auto.offload_threshold()
-    );
+    let kind = device.info().device_type;
+    let on_cpu = kind == vkasync::DeviceType::Cpu;
+    let auto_rule = match auto.offload_threshold() {
+        0 => "every flush on the GPU".to_string(),
+        u64::MAX => "every flush on the host (the device is the host's own CPU)".to_string(),
+        n => format!("flushes under about {n} bytes on the host, larger ones on the GPU"),
+    };
+    println!("device: {name} ({})", describe(kind));
+    println!("host cores: {cores}; flush policy {flush:?}; `auto` runs {auto_rule}");
+    if on_cpu {
+        println!(
+            "note: this device is the host CPU emulating a GPU (lavapipe), so the GPU modes compete with \
+             RustCrypto for the same cores and cannot show a GPU's gain. Compare the GPU modes with each \
+             other instead: `coalesced` against `blocking` and `waits-only` (fewer submits and host waits \
+             for the same records). Against the CPU, run this on a real GPU (VKASYNC_DEVICE picks one)."
+        );
+    }
     println!(
         "{n_conns} connections x {n_records} records of {size} B, AES-256-CTR then HMAC-SHA256 (own keys per \
          connection); median of {reps} runs per mode, every record verified against RustCrypto"
@@ -526,7 +550,16 @@ fn main() -> Result<(), Error> {
         println!("coalesced is {:.1}x faster than waits-only", w / c);
     }
     if let (Some(cpu), Some(c)) = (speed.get("cpu-all"), speed.get("coalesced")) {
-        println!("coalesced runs at {:.2}x the speed of RustCrypto on all {cores} cores", cpu / c);
+        let ratio = cpu / c;
+        if on_cpu {
+            println!(
+                "coalesced runs at {ratio:.2}x the speed of RustCrypto on all {cores} cores (expected below 1 on a \
+                 CPU device: see the note above)"
+            );
+        } else {
+            let verdict = if ratio >= 1.0 { "the GPU wins" } else { "the CPU wins at this record size" };
+            println!("coalesced runs at {ratio:.2}x the speed of RustCrypto on all {cores} cores: {verdict}");
+        }
     }
     if let Some(s) = last_stats {
         println!("{s}");

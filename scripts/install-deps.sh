@@ -7,13 +7,14 @@
 #                           time (it brings glslang-dev and spirv-tools, whose archives are linked
 #                           beside it, SPIRV-Tools also for run-time validation)
 #   g++                     libstdc++, which shaderc, glslang and SPIRV-Tools need
+#   pkg-config              how the build finds the system's shaderc
 # Where the release packages no libshaderc-dev, it installs what building shaderc from source
 # needs instead (cmake, git, python3, g++); the first build then takes several minutes longer.
 set -euo pipefail
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
-packages=(libvulkan1 mesa-vulkan-drivers vulkan-validationlayers g++)
+packages=(libvulkan1 mesa-vulkan-drivers vulkan-validationlayers g++ pkg-config)
 missing=()
 for p in "${packages[@]}"; do
     installed "$p" || missing+=("$p")
@@ -23,7 +24,7 @@ if ! installed libshaderc-dev && ! { installed cmake && installed git && install
     shaderc_missing=1
 fi
 if [ ${#missing[@]} -eq 0 ] && [ $shaderc_missing -eq 0 ]; then
-    echo "vkasync: system packages present (Vulkan loader, lavapipe, validation layer, shaderc, g++)."
+    echo "vkasync: system packages present (Vulkan loader, lavapipe, validation layer, shaderc, g++, pkg-config)."
     exit 0
 fi
 if ! command -v apt-get >/dev/null; then
@@ -48,6 +49,6 @@ if [ $shaderc_missing -eq 1 ]; then
         missing+=(cmake git python3)
     fi
 fi
-echo "vkasync: installing ${missing[*]} with apt-get (Vulkan loader, lavapipe, validation layer, shaderc, g++)..."
+echo "vkasync: installing ${missing[*]} with apt-get (Vulkan loader, lavapipe, validation layer, shaderc, g++, pkg-config)..."
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 echo "vkasync: system packages installed."

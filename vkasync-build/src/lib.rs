@@ -46,6 +46,8 @@
 //! - `shaderc` (default): compile. Without it (documentation builds such as docs.rs, which have
 //!   no shaderc) every constant is generated without SPIR-V, and `Kernel::new` refuses it.
 
+#![warn(missing_docs)]
+
 pub use vkasync_spirv::reflect;
 
 use std::collections::hash_map::DefaultHasher;
@@ -180,9 +182,12 @@ impl Kernels {
             let ty = &self.source_type;
             let r = match reflect::reflect(&words) {
                 Ok(r) => r,
-                Err(_) if words.is_empty() => {
-                    reflect::Reflection { entry_point: String::new(), bindings: Vec::new(), push_constant_size: 0, local_size: [0; 3] }
-                }
+                Err(_) if words.is_empty() => reflect::Reflection {
+                    entry_point: String::new(),
+                    bindings: Vec::new(),
+                    push_constant_size: 0,
+                    local_size: [0; 3],
+                },
                 Err(e) => {
                     eprintln!("error: {rel}: the SPIR-V cannot be reflected: {e}");
                     failed = true;
@@ -321,6 +326,12 @@ fn compile(_root: &Path, _rel: &str, _include_dir: &Path) -> Result<(Vec<u32>, V
 #[cfg(feature = "shaderc")]
 fn validate(words: &[u32]) -> Result<(), String> {
     vkasync_spirv::validate::validate(words).map_err(|e| e.0)
+}
+
+/// Without the `shaderc` feature nothing is compiled, so nothing is validated.
+#[cfg(not(feature = "shaderc"))]
+fn validate(_words: &[u32]) -> Result<(), String> {
+    unreachable!("the build without shaderc writes no SPIR-V")
 }
 
 fn hash_file(path: &Path) -> Option<u64> {

@@ -177,13 +177,7 @@ fn repeat(args: &[String]) -> Result<(), String> {
             if out.status.success() {
                 clean += 1;
             } else {
-                let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
-                let tail: Vec<&str> = text.lines().rev().take(30).collect();
-                eprintln!(
-                    "xtask: {name}, run {run}: {}\n{}",
-                    out.status,
-                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-                );
+                eprintln!("xtask: {name}, run {run}: {}\n{}", out.status, failure_excerpt(&out.stdout, &out.stderr));
             }
         }
         println!("xtask: {name}: {clean} of {n} runs clean ({:.0} s)", started.elapsed().as_secs_f64());
@@ -196,6 +190,34 @@ fn repeat(args: &[String]) -> Result<(), String> {
     } else {
         Err(format!("runs failed in {}", failed.join(", ")))
     }
+}
+
+/// What to show of a failed run: a crash report's first 60 lines (the crashing thread and its
+/// innermost frames, which tests/common/crash.rs writes to the standard error), any failed
+/// test's report, and the last 20 lines.
+fn failure_excerpt(stdout: &[u8], stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stdout) + String::from_utf8_lossy(stderr);
+    let lines: Vec<&str> = text.lines().collect();
+    let mut shown: Vec<&str> = Vec::new();
+    let mut taken = vec![false; lines.len()];
+    let mut take = |from: usize, n: usize, shown: &mut Vec<&str>| {
+        for i in from..(from + n).min(lines.len()) {
+            if !taken[i] {
+                taken[i] = true;
+                shown.push(lines[i]);
+            }
+        }
+    };
+    for (i, line) in lines.iter().enumerate() {
+        if line.starts_with("test process: signal") {
+            take(i, 60, &mut shown);
+        } else if line.starts_with("---- ") || line.contains("panicked at") {
+            take(i, 15, &mut shown);
+        }
+    }
+    shown.push("[...]");
+    take(lines.len().saturating_sub(20), 20, &mut shown);
+    shown.join("\n")
 }
 
 fn main() -> ExitCode {
