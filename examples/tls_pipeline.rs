@@ -411,7 +411,7 @@ fn main() -> Result<(), Error> {
         u64::MAX => "every flush on the host (the device is the host's own CPU)".to_string(),
         n => format!("flushes under about {n} bytes on the host, larger ones on the GPU"),
     };
-    println!("device: {name} ({})", describe(kind));
+    println!("device: {} ({})", device.info().name, describe(kind));
     println!("host cores: {cores}; flush policy {flush:?}; `auto` runs {auto_rule}");
     if on_cpu {
         println!(

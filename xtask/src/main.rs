@@ -198,25 +198,28 @@ fn repeat(args: &[String]) -> Result<(), String> {
 fn failure_excerpt(stdout: &[u8], stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stdout) + String::from_utf8_lossy(stderr);
     let lines: Vec<&str> = text.lines().collect();
-    let mut shown: Vec<&str> = Vec::new();
     let mut taken = vec![false; lines.len()];
-    let mut take = |from: usize, n: usize, shown: &mut Vec<&str>| {
-        for i in from..(from + n).min(lines.len()) {
-            if !taken[i] {
-                taken[i] = true;
-                shown.push(lines[i]);
-            }
+    let mut mark = |from: usize, n: usize| {
+        for t in taken.iter_mut().skip(from).take(n) {
+            *t = true;
         }
     };
     for (i, line) in lines.iter().enumerate() {
         if line.starts_with("test process: signal") {
-            take(i, 60, &mut shown);
+            mark(i, 60);
         } else if line.starts_with("---- ") || line.contains("panicked at") {
-            take(i, 15, &mut shown);
+            mark(i, 15);
         }
     }
-    shown.push("[...]");
-    take(lines.len().saturating_sub(20), 20, &mut shown);
+    mark(lines.len().saturating_sub(20), 20);
+    let mut shown = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if taken[i] {
+            shown.push(*line);
+        } else if shown.last() != Some(&"[...]") {
+            shown.push("[...]");
+        }
+    }
     shown.join("\n")
 }
 
