@@ -62,8 +62,12 @@ fn main() {
                 archive.display()
             ));
         }
+        // Since glslang 15 (Debian 13) all but libglslang.a are empty stubs kept for old build
+        // files: each defines only `stub_library_function()`, so linking two whole stubs would
+        // define it twice. Stubs are left out.
         for lib in ["glslang", "MachineIndependent", "OSDependent", "GenericCodeGen", "OGLCompiler", "HLSL", "SPIRV"] {
-            if dir.join(format!("lib{lib}.a")).is_file() {
+            let path = dir.join(format!("lib{lib}.a"));
+            if path.is_file() && !is_stub(&path) {
                 wanted.push(lib);
             }
         }
@@ -125,6 +129,14 @@ fn symbol_index(bytes: &[u8]) -> Option<&[u8]> {
     };
     let count = member.get(..width)?.iter().fold(0usize, |n, &b| (n << 8) | b as usize);
     member.get(width + count.checked_mul(width)?..)
+}
+
+/// Whether every symbol an archive defines is glslang's `stub_library_function()`.
+fn is_stub(path: &Path) -> bool {
+    let Ok(bytes) = std::fs::read(path) else { return false };
+    let Some(names) = symbol_index(&bytes) else { return false };
+    let mut names = names.split(|&b| b == 0).filter(|n| !n.is_empty()).peekable();
+    names.peek().is_some() && names.all(|n| contains(n, b"stub_library_function"))
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
