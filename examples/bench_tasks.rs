@@ -72,8 +72,8 @@ static ALLOC: Counting = Counting;
 /// logical devices with a queue each on every one of them) on `--set-workers W` workers
 /// (default 16; `--set-group-ops N` builds its queues with `max_group_ops(N)`), and `tokio-w32` (only with `--modes`); `tokio-ungrouped`, the `tokio` mode
 /// through a `Queue` without a group bound (`max_group_ops(usize::MAX)`, the default before
-/// session 16, only with `--modes`); `executor-ungrouped`, the executor
-/// without its group bound (`max_group_ops(usize::MAX)`, the default before session 16; only
+/// `5482a2c`, only with `--modes`); `executor-ungrouped`, the executor
+/// without its group bound (`max_group_ops(usize::MAX)`, the default before `41b27ae`; only
 /// with `--modes`).
 const MODES: [&str; 20] = [
     "sequential",

@@ -1,5 +1,5 @@
 //! Checks on the real GPU that a kernel indexing past its buffer cannot change the buffer next
-//! to it in the same pooled `VkBuffer` (issue 8, item 6), with robust buffer access on (the
+//! to it in the same pooled `VkBuffer`, with robust buffer access on (the
 //! default) and, for comparison, off.
 //!
 //! `cargo run --release --example robust_check` prints one line per case:

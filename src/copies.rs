@@ -3,7 +3,7 @@
 //! A flush merges the copies of one phase by their two `VkBuffer`s into `vkCmdCopyBuffer`
 //! commands with many regions (uploads and read-backs of many jobs, from and to pooled
 //! blocks). Drivers run the regions of one copy command one after another: on the NVIDIA H200
-//! a 4 KiB region takes about 1.6 µs of GPU time (`BENCHMARKS.md`, session 19), so a job's
+//! a 4 KiB region takes about 1.6 µs of GPU time (`BENCHMARKS.md`, 2026-12-01), so a job's
 //! upload and read-back were most of its GPU time. Where the device offers
 //! `bufferDeviceAddress`, a phase's small regions are instead copied by one dispatch of the
 //! library's kernel `shaders/internal/copy_regions.comp`, one workgroup per region, all in
@@ -20,7 +20,7 @@
 //! kernel or its table cannot be made (out of memory), the copies go through `vkCmdCopyBuffer`
 //! as before.
 //!
-//! # What it gives (NVIDIA H200, `BENCHMARKS.md` session 19)
+//! # What it gives (NVIDIA H200, 2026-12-01, `BENCHMARKS.md`)
 //! On the mix workload (1,000 to 100,000 jobs, each a 4 KiB upload, a dispatch and a 4 KiB
 //! read-back), the executor's GPU went from 86–94 % busy to about 17 %: the host now bounds
 //! it, and it ran 0.94–1.06× the time per job of the build before (faster at T = 10). Two

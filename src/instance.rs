@@ -260,7 +260,7 @@ pub(crate) fn create_instance(validation: bool, loader: Option<&std::path::Path>
     // The layer's thread-safety checks stay off on layers older than 1.3.275 (Debian 12 ships
     // 1.3.239, Ubuntu 22.04 1.3.204). Those layers crash inside their own timeline-semaphore
     // bookkeeping when one thread submits or records while another reads or waits on the
-    // timeline (the class of crash of Vulkan-ValidationLayers issue 4968, reported against
+    // timeline (the class of crash of Vulkan-ValidationLayers#4968, reported against
     // 1.3.2xx layers in 2023): with an executor's driver thread submitting while its loop reads
     // the counter, `tests/executor.rs` crashed in the layer in 2 to 5 of 10 parallel runs, and
     // in none of 40 with these checks off. Everything else (core checks, synchronization

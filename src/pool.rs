@@ -25,7 +25,7 @@
 //! buffers are often not those that make them (a queue's finished submissions are retired on
 //! whichever thread reads the counter), so without batches most of them took the pool's lock
 //! for every buffer: 16 tokio workers running jobs of three buffers each spent a tenth of
-//! their time there on the H200 (`BENCHMARKS.md`, session 19).
+//! their time there on the H200 (`BENCHMARKS.md`, 2026-12-01, before `ffbeeeb`).
 //!
 //! # Chunk alignment and robust buffer access
 //! A chunk's neighbours in its block are other buffers, maybe other tasks'. With

@@ -1,5 +1,5 @@
 //! Each buffer bound to a dispatch is checked against the range limit of its descriptor type
-//! and against the static size of the kernel's block (issue 8, item 2).
+//! and against the static size of the kernel's block.
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! A waker fired on another thread reaches its task while the executor waits for a long GPU
-//! kernel, not when that wait ends (issue 8, item 7).
+//! kernel, not when that wait ends.
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! Messages long enough that one shader invocation would loop past 65,535 iterations: lavapipe
 //! (llvmpipe) silently ends an invocation's loops there, so the kernels must never loop over a
-//! whole long message in one dispatch (issue 8, item 4). Every result is compared with the
+//! whole long message in one dispatch. Every result is compared with the
 //! RustCrypto crates.
 
 mod common;

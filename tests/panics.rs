@@ -1,5 +1,5 @@
 //! Panics from any part of a task end that task with a `JoinError`, never the executor's loop,
-//! and leave the executor's state as it was (issue 8, item 3).
+//! and leave the executor's state as it was.
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! Every buffer reads as zeros until it is written, even when the pool hands it memory that an
-//! earlier buffer filled (issue 8, item 5: one task must never see another task's data).
+//! earlier buffer filled (one task must never see another task's data).
 
 mod common;
 use common::*;

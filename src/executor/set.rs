@@ -23,7 +23,7 @@ use std::sync::Arc;
 /// each its own queue, lock and driver thread. One [`Queue`] that many threads record into is
 /// bound by its lock before the GPU is busy: on an H200 with 16 tokio workers, three queues ran
 /// small upload, dispatch and read-back jobs about 1.7× faster than one (`BENCHMARKS.md`,
-/// session 20). Each device has its own memory, so a job's buffers come from its context's
+/// `b62c01b`). Each device has its own memory, so a job's buffers come from its context's
 /// device.
 ///
 /// # Waiting
