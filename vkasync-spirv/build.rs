@@ -30,14 +30,16 @@ fn main() {
     }
     let target_env = env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
     let Some((dir, origin)) = shaderc_dir() else {
+        require_source_build_tools("no installed shaderc was found");
         println!(
             "cargo:warning=vkasync-spirv: no installed shaderc found; shaderc-sys builds it from source \
-             (cmake, git, python3 and a C++ compiler), and that archive holds glslang and SPIRV-Tools"
+             (cmake, python3 and a C++ compiler), and that archive holds glslang and SPIRV-Tools"
         );
         return;
     };
     let archive = dir.join(if target_env == "msvc" { "shaderc_combined.lib" } else { "libshaderc_combined.a" });
     let Ok(bytes) = std::fs::read(&archive) else {
+        require_source_build_tools(&format!("there is no {}", archive.display()));
         println!(
             "cargo:warning=vkasync-spirv: no {} in {} ({origin}); shaderc-sys builds shaderc from source \
              (cmake, git, python3 and a C++ compiler). On Debian and Ubuntu, `apt-get install libshaderc-dev` \
@@ -106,6 +108,40 @@ fn main() {
     // SPIRV-Tools is C++: libstdc++ after it (shaderc-sys asks for it too, but where the linker
     // may meet it before these archives).
     println!("cargo:rustc-link-lib=dylib=stdc++");
+}
+
+/// Where shaderc-sys will build shaderc from source, fails at once (instead of deep inside a
+/// cmake run) when a tool that build needs is missing, naming it and the packaged alternative.
+fn require_source_build_tools(why: &str) {
+    let runs = |program: &str| {
+        std::process::Command::new(program)
+            .arg("--version")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let mut missing = Vec::new();
+    if !runs("cmake") {
+        missing.push("cmake");
+    }
+    if !runs("python3") && !runs("python") {
+        missing.push("python3");
+    }
+    let msvc = env::var("CARGO_CFG_TARGET_ENV").is_ok_and(|e| e == "msvc");
+    if !msvc && !runs("c++") && !runs("g++") && !runs("clang++") {
+        missing.push("a C++ compiler (g++)");
+    }
+    if missing.is_empty() {
+        return;
+    }
+    fail(&format!(
+        "{why}, so shaderc would be built from source, which needs {}. Either install shaderc: on Debian \
+         and Ubuntu `apt-get install libshaderc-dev g++` (or run vkasync's scripts/install-deps.sh), on \
+         Windows the Vulkan SDK (https://vulkan.lunarg.com, which sets VULKAN_SDK); or set SHADERC_LIB_DIR to a \
+         folder holding libshaderc_combined.a; or install the missing tools",
+        missing.join(", ")
+    ));
 }
 
 fn fail(message: &str) -> ! {
