@@ -11,7 +11,7 @@
 //! branch per traced point. On, each host thread stores its events in its own log, without a
 //! lock, in chunks of 1 MiB (about 76 bytes per job of the mix workload). On an H200's host a
 //! trace costs 1.07× the untraced executor's time on that workload at T = 1,000 (median over 20
-//! processes; 1.12× before the changes of session 23; `BENCHMARKS.md`).
+//! processes, 2026-12-01; 1.12× before the changes of `695b87f`; `BENCHMARKS.md`).
 //!
 //! ```no_run
 //! use vkasync::{Device, Executor};
@@ -338,7 +338,8 @@ fn invariant_tsc_init() -> bool {
 /// allocator. Its words are not initialised: a log reads only words it wrote.
 struct Chunk {
     ptr: std::ptr::NonNull<u32>,
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    /// Whether `new` mapped it (else it came from the allocator). Only Linux maps chunks.
+    #[cfg(target_os = "linux")]
     mapped: bool,
 }
 
@@ -349,6 +350,8 @@ unsafe impl Send for Chunk {}
 unsafe impl Sync for Chunk {}
 
 impl Chunk {
+    /// The size of a mapping (Linux only: elsewhere `layout` says what is allocated).
+    #[cfg(target_os = "linux")]
     const BYTES: usize = ThreadLog::CHUNK * 4;
 
     fn new() -> Chunk {
@@ -375,7 +378,11 @@ impl Chunk {
         // SAFETY: the layout has a non-zero size.
         let p = unsafe { std::alloc::alloc(Self::layout()) } as *mut u32;
         match std::ptr::NonNull::new(p) {
-            Some(ptr) => Chunk { ptr, mapped: false },
+            Some(ptr) => Chunk {
+                ptr,
+                #[cfg(target_os = "linux")]
+                mapped: false,
+            },
             None => std::alloc::handle_alloc_error(Self::layout()),
         }
     }

@@ -13,8 +13,7 @@ use vkasync::{Buffer, Device, Executor, Kernel, MemoryKind};
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn staged(compute_copies: bool) -> (Device, Kernel) {
-    let device = Device::builder()
-        .validation(true)
+    let device = builder()
         .always_stage(true)
         .compute_copies(compute_copies)
         .build()

@@ -1,5 +1,5 @@
 //! Robust buffer access: a kernel that indexes past its buffer cannot reach the buffer next to
-//! it in the same pooled `VkBuffer` (issue 8, item 6).
+//! it in the same pooled `VkBuffer`.
 //!
 //! lavapipe checks storage-buffer bounds itself, so these tests may pass without robustness;
 //! `examples/robust_check.rs` runs the same check on a real GPU.
@@ -75,8 +75,7 @@ fn a_kernel_indexing_past_its_buffer_leaves_the_neighbouring_buffer_intact() {
 
 #[test]
 fn robust_access_can_be_turned_off() {
-    let device = vkasync::Device::builder()
-        .validation(true)
+    let device = builder()
         .always_stage(std::env::var("VKASYNC_TEST_ALWAYS_STAGE").is_ok_and(|v| v == "1"))
         .robust_buffer_access(false)
         .build()

@@ -1,6 +1,13 @@
 //! Run-time SPIR-V is validated before any driver sees it: broken modules that used to crash
 //! lavapipe or the validation layer give typed errors, capabilities are checked against the
 //! enabled features, and a seeded fuzz of `kernels::MIX` never crashes.
+//!
+//! Built without the `spirv-validation` feature (no SPIRV-Tools linked, as in the Windows build
+//! of `scripts/windows-wine.sh`), the same tests check what such a build promises instead: the
+//! safe constructors refuse every module (`Error::ValidationUnavailable`, or `InvalidSpirv` for
+//! what the cheap checks before the validator catch), so nothing unvalidated reaches the driver;
+//! the device checks are then exercised through `Kernel::from_words_unchecked` on modules that
+//! the validator accepts in the other build.
 
 mod common;
 use common::*;
@@ -61,6 +68,10 @@ fn terminates(base: &[u32], mutant: &[u32]) -> bool {
     })
 }
 
+/// Whether this build validates run-time SPIR-V (feature `spirv-validation`). The fuzz below
+/// runs the same cases either way; only what it expects differs.
+const VALIDATOR: bool = cfg!(feature = "spirv-validation");
+
 fn instruction_word(count: usize, op: u32) -> u32 {
     ((count as u32) << 16) | op
 }
@@ -69,10 +80,36 @@ fn mix() -> Vec<u32> {
     kernels::MIX.spirv.to_vec()
 }
 
+#[cfg(feature = "spirv-validation")]
 fn assert_invalid(device: &Device, words: &[u32]) -> String {
     match Kernel::from_words(device, "broken", words) {
         Err(Error::InvalidSpirv(msg)) => msg,
         other => panic!("expected Error::InvalidSpirv, got {other:?}"),
+    }
+}
+
+/// A build without the validator refuses the module, through both safe constructors.
+#[cfg(not(feature = "spirv-validation"))]
+fn assert_refused_unvalidated(device: &Device, words: &[u32]) {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    assert_eq!(Kernel::from_words(device, "unvalidated", words).unwrap_err(), Error::ValidationUnavailable);
+    assert_eq!(Kernel::from_spirv(device, "unvalidated", &bytes).unwrap_err(), Error::ValidationUnavailable);
+}
+
+/// A kernel from `words`, through the validator where the build has one. Without it, checks
+/// that the safe constructor refuses the module, then creates it unchecked: for modules that
+/// the validator accepts (`spirv-validation` builds of these tests pass them to the device
+/// checks through `Kernel::from_words`), so that the device checks stay tested.
+fn device_checked(device: &Device, name: &str, words: &[u32]) -> Result<Kernel, Error> {
+    #[cfg(feature = "spirv-validation")]
+    return Kernel::from_words(device, name, words);
+    #[cfg(not(feature = "spirv-validation"))]
+    {
+        assert_refused_unvalidated(device, words);
+        // SAFETY: only called with `kernels::MIX` and variants that differ in a capability, an
+        // extension or the workgroup size, which SPIRV-Tools' validator accepts for Vulkan 1.2
+        // (the `spirv-validation` build runs these very words through it in `from_words`).
+        unsafe { Kernel::from_words_unchecked(device, name, words) }
     }
 }
 
@@ -114,11 +151,18 @@ fn mix_with_op_function_changed_to_op_function_parameter_is_invalid_spirv() {
     let mut words = mix();
     let (at, _, _) = instructions(&words).into_iter().find(|&(_, _, op)| op == OP_FUNCTION).unwrap();
     words[at] = (words[at] & 0xffff_0000) | OP_FUNCTION_PARAMETER;
-    let msg = assert_invalid(&device, &words);
-    assert!(msg.contains("spirv-val"), "{msg}");
-    // The byte path is validated the same way.
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    assert!(matches!(Kernel::from_spirv(&device, "broken", &bytes), Err(Error::InvalidSpirv(_))));
+    #[cfg(feature = "spirv-validation")]
+    {
+        let msg = assert_invalid(&device, &words);
+        assert!(msg.contains("spirv-val"), "{msg}");
+        // The byte path is validated the same way.
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        assert!(matches!(Kernel::from_spirv(&device, "broken", &bytes), Err(Error::InvalidSpirv(_))));
+    }
+    // Without a validator it is refused unchecked (had it reached lavapipe, the process would
+    // have crashed).
+    #[cfg(not(feature = "spirv-validation"))]
+    assert_refused_unvalidated(&device, &words);
     finish(device);
 }
 
@@ -128,10 +172,20 @@ fn mix_without_its_final_op_function_end_is_invalid_spirv() {
     let device = device();
     let words = mix();
     assert_eq!(instructions(&words).last().unwrap().2, OP_FUNCTION_END);
-    let msg = assert_invalid(&device, &words[..words.len() - 1]);
-    assert!(msg.contains("spirv-val"), "{msg}");
-    let bytes: Vec<u8> = words[..words.len() - 1].iter().flat_map(|w| w.to_be_bytes()).collect();
-    assert!(matches!(Kernel::from_spirv(&device, "broken", &bytes), Err(Error::InvalidSpirv(_))));
+    #[cfg(feature = "spirv-validation")]
+    {
+        let msg = assert_invalid(&device, &words[..words.len() - 1]);
+        assert!(msg.contains("spirv-val"), "{msg}");
+        let bytes: Vec<u8> = words[..words.len() - 1].iter().flat_map(|w| w.to_be_bytes()).collect();
+        assert!(matches!(Kernel::from_spirv(&device, "broken", &bytes), Err(Error::InvalidSpirv(_))));
+    }
+    #[cfg(not(feature = "spirv-validation"))]
+    {
+        assert_refused_unvalidated(&device, &words[..words.len() - 1]);
+        // Big-endian bytes too.
+        let bytes: Vec<u8> = words[..words.len() - 1].iter().flat_map(|w| w.to_be_bytes()).collect();
+        assert_eq!(Kernel::from_spirv(&device, "broken", &bytes).unwrap_err(), Error::ValidationUnavailable);
+    }
     finish(device);
 }
 
@@ -140,14 +194,19 @@ fn valid_run_time_modules_still_work_checked_and_unchecked() {
     let device = device();
     let data: Vec<u32> = (0..256).map(|i| i * 7 + 1).collect();
     let expected: Vec<u32> = data.iter().enumerate().map(|(i, &x)| if i < 64 { mix_cpu(x, 3) } else { x }).collect();
-    let checked = Kernel::from_words(&device, "mix-checked", kernels::MIX.spirv).unwrap();
+    // Without a validator, `device_checked` asserts that the safe constructor refuses MIX, then
+    // creates it unchecked.
+    let checked = device_checked(&device, "mix-checked", kernels::MIX.spirv).unwrap();
     assert_eq!(dispatch_once(&device, &checked, &data).unwrap(), vec![expected.clone()]);
     // SAFETY: MIX was validated by build.rs.
     let unchecked = unsafe { Kernel::from_words_unchecked(&device, "mix-unchecked", kernels::MIX.spirv) }.unwrap();
     assert_eq!(dispatch_once(&device, &unchecked, &data).unwrap(), vec![expected]);
     assert_eq!(unchecked.local_size(), [64, 1, 1]);
     for k in kernels::ALL {
+        #[cfg(feature = "spirv-validation")]
         Kernel::from_words(&device, k.name, k.spirv).unwrap_or_else(|e| panic!("{}: {e}", k.path));
+        #[cfg(not(feature = "spirv-validation"))]
+        assert_refused_unvalidated(&device, k.spirv);
     }
     finish(device);
 }
@@ -165,7 +224,7 @@ fn mix_with(extra: &[u32]) -> Vec<u32> {
 #[test]
 fn capabilities_and_extensions_the_device_did_not_enable_are_refused_by_name() {
     // A device with buffer device addresses on (for the library's copy kernel).
-    let device = vkasync::Device::builder().validation(true).compute_copies(true).build().unwrap();
+    let device = builder().compute_copies(true).build().unwrap();
     assert!(device.compute_copies(), "lavapipe offers buffer device addresses: the device enables them");
     // Int64, Float64, Int16, Int8, StorageBuffer8BitAccess, VariablePointers: vkasync enables none
     // of their features (lavapipe supports most of them).
@@ -181,7 +240,7 @@ fn capabilities_and_extensions_the_device_did_not_enable_are_refused_by_name() {
         (5347, "PhysicalStorageBufferAddresses"),
     ] {
         let words = mix_with(&[instruction_word(2, OP_CAPABILITY), cap]);
-        match Kernel::from_words(&device, "caps", &words) {
+        match device_checked(&device, "caps", &words) {
             Err(e @ Error::UnsupportedCapability { .. }) => {
                 let Error::UnsupportedCapability { ref capability, ref requires, .. } = e else { unreachable!() };
                 assert_eq!(capability, name);
@@ -193,13 +252,13 @@ fn capabilities_and_extensions_the_device_did_not_enable_are_refused_by_name() {
     }
     // Capabilities core in Vulkan 1.2 are allowed (the module is valid with them declared).
     for cap in [0, 50, 4437] {
-        Kernel::from_words(&device, "caps", &mix_with(&[instruction_word(2, OP_CAPABILITY), cap])).unwrap();
+        device_checked(&device, "caps", &mix_with(&[instruction_word(2, OP_CAPABILITY), cap])).unwrap();
     }
     // An extension that needs a device extension vkasync does not enable.
     let name = b"SPV_KHR_shader_clock\0\0\0\0";
     let mut ext = vec![instruction_word(1 + name.len() / 4, OP_EXTENSION)];
     ext.extend(name.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())));
-    match Kernel::from_words(&device, "ext", &mix_with(&ext)) {
+    match device_checked(&device, "ext", &mix_with(&ext)) {
         Err(Error::UnsupportedCapability { capability, .. }) => {
             assert_eq!(capability, "extension SPV_KHR_shader_clock")
         }
@@ -219,7 +278,7 @@ fn a_workgroup_larger_than_the_device_allows_is_refused() {
             words[at + 3] = max * 2;
         }
     }
-    match Kernel::from_words(&device, "big", &words) {
+    match device_checked(&device, "big", &words) {
         Err(Error::WorkgroupSize { size, .. }) => assert_eq!(size, [max * 2, 1, 1]),
         other => panic!("expected WorkgroupSize, got {other:?}"),
     }
@@ -239,7 +298,7 @@ fn a_local_size_literal_beyond_the_device_is_refused_even_where_the_built_in_ove
             words[at + 5] = max + 1;
         }
     }
-    match Kernel::from_words(&device, "z", &words) {
+    match device_checked(&device, "z", &words) {
         Err(Error::WorkgroupSize { size, .. }) => assert_eq!(size, [64, 1, max + 1]),
         other => panic!("expected WorkgroupSize, got {other:?}"),
     }
@@ -366,6 +425,7 @@ fn semantic_hash(words: &[u32]) -> u64 {
 /// kernels dispatched before is dispatched and read back (modules that differ only in debug
 /// instructions compute the same thing, and lavapipe compiles each distinct module at its first
 /// dispatch, which costs tens of milliseconds). A dispatch may fail with a typed error, never crash.
+/// A build without the validator must refuse every case: none becomes a kernel.
 #[test]
 fn fuzzed_mix_modules_give_typed_errors_or_working_kernels() {
     let _watchdog = Watchdog::new(std::time::Duration::from_secs(300));
@@ -397,6 +457,9 @@ fn fuzzed_mix_modules_give_typed_errors_or_working_kernels() {
         }
         match Kernel::from_words(&device, "fuzz", &words) {
             Ok(kernel) => {
+                if !VALIDATOR {
+                    panic!("case {case} ({what}): an unvalidated module became a kernel");
+                }
                 ok += 1;
                 let key = semantic_hash(&words);
                 if !terminates(&base, &words) {
@@ -417,7 +480,13 @@ fn fuzzed_mix_modules_give_typed_errors_or_working_kernels() {
             }
             Err(e) => {
                 let kind = match e {
+                    // Without a validator only the checks before it (the header, rules the
+                    // validator misses) can find a module invalid.
+                    Error::InvalidSpirv(msg) if !VALIDATOR && msg.contains("spirv-val") => {
+                        panic!("case {case} ({what}): spirv-val ran in a build without it: {msg}")
+                    }
                     Error::InvalidSpirv(_) => "InvalidSpirv",
+                    Error::ValidationUnavailable if !VALIDATOR => "ValidationUnavailable",
                     Error::UnsupportedCapability { .. } => "UnsupportedCapability",
                     Error::WorkgroupSize { .. } => "WorkgroupSize",
                     Error::PushConstants { .. } => "PushConstants",
@@ -440,7 +509,12 @@ fn fuzzed_mix_modules_give_typed_errors_or_working_kernels() {
         started.elapsed(),
         dispatched.len()
     );
-    assert!(ok > 0 && dispatched.len() > 1 && checked_output == 1, "the fuzz must create and dispatch kernels");
-    assert!(errors["InvalidSpirv"] > cases / 2);
+    if VALIDATOR {
+        assert!(ok > 0 && dispatched.len() > 1 && checked_output == 1, "the fuzz must create and dispatch kernels");
+        assert!(errors["InvalidSpirv"] > cases / 2);
+    } else {
+        assert_eq!(ok, 0);
+        assert!(errors["ValidationUnavailable"] > cases / 2, "{errors:?}");
+    }
     finish(device);
 }
