@@ -8,8 +8,9 @@
 #                           beside it, SPIRV-Tools also for run-time validation)
 #   g++                     libstdc++, which shaderc, glslang and SPIRV-Tools need
 #   pkg-config              how the build finds the system's shaderc
-# Where the release packages no libshaderc-dev, it installs what building shaderc from source
-# needs instead (cmake, git, python3, g++); the first build then takes several minutes longer.
+# Where the release packages no libshaderc-dev (Ubuntu 22.04), it installs what building shaderc
+# from source needs instead (cmake, make, git, python3, g++); the first build then takes several
+# minutes longer.
 set -euo pipefail
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
@@ -20,7 +21,7 @@ for p in "${packages[@]}"; do
     installed "$p" || missing+=("$p")
 done
 shaderc_missing=0
-if ! installed libshaderc-dev && ! { installed cmake && installed git && installed python3; }; then
+if ! installed libshaderc-dev && ! { installed cmake && installed make && installed git && installed python3; }; then
     shaderc_missing=1
 fi
 if [ ${#missing[@]} -eq 0 ] && [ $shaderc_missing -eq 0 ]; then
@@ -44,9 +45,9 @@ if [ $shaderc_missing -eq 1 ]; then
     if apt-cache show libshaderc-dev >/dev/null 2>&1; then
         missing+=(libshaderc-dev)
     else
-        echo "vkasync: this release packages no libshaderc-dev; installing cmake, git and python3 so that"
-        echo "vkasync: the shaderc crate builds shaderc from source (several minutes, once)."
-        missing+=(cmake git python3)
+        echo "vkasync: this release packages no libshaderc-dev; installing cmake, make, git and python3 so"
+        echo "vkasync: that the shaderc crate builds shaderc from source (several minutes, once)."
+        missing+=(cmake make git python3)
     fi
 fi
 echo "vkasync: installing ${missing[*]} with apt-get (Vulkan loader, lavapipe, validation layer, shaderc, g++, pkg-config)..."

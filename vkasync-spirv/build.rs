@@ -121,14 +121,17 @@ fn require_source_build_tools(why: &str) {
             .status()
             .is_ok_and(|s| s.success())
     };
+    let msvc = env::var("CARGO_CFG_TARGET_ENV").is_ok_and(|e| e == "msvc");
     let mut missing = Vec::new();
     if !runs("cmake") {
         missing.push("cmake");
     }
+    if !msvc && !runs("make") && !runs("ninja") {
+        missing.push("make (or ninja)");
+    }
     if !runs("python3") && !runs("python") {
         missing.push("python3");
     }
-    let msvc = env::var("CARGO_CFG_TARGET_ENV").is_ok_and(|e| e == "msvc");
     if !msvc && !runs("c++") && !runs("g++") && !runs("clang++") {
         missing.push("a C++ compiler (g++)");
     }
