@@ -7,11 +7,14 @@
 //! cargo xtask deps               only installs what is missing
 //! cargo xtask repeat N [NAME..]  runs the test binaries that start queues (or the NAMEd ones)
 //!                                N times each, in a row, and counts clean runs
+//! cargo xtask imports [--max N]  the import graph of src/ and its cycles (fails past N files)
 //! ```
 //!
 //! On Debian and Ubuntu, "installs what is missing" runs `scripts/install-deps.sh` (apt-get,
 //! through sudo when not root; it names every package and says what it is for). Elsewhere it says
 //! what to install by hand and goes on.
+
+mod imports;
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -269,8 +272,12 @@ fn main() -> ExitCode {
         Some("test") => test(),
         Some("deps") => deps(),
         Some("repeat") => repeat(&args[1..]),
+        Some("imports") => imports::run(&root(), &args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask example [ARGS..] | cargo xtask test | cargo xtask deps | cargo xtask repeat N [NAME..]");
+            eprintln!(
+                "usage: cargo xtask example [ARGS..] | cargo xtask test | cargo xtask deps | cargo xtask repeat N \
+                 [NAME..] | cargo xtask imports [--max N]"
+            );
             return ExitCode::from(2);
         }
     };

@@ -1,0 +1,176 @@
+//! `cargo xtask imports [--max N]`: the import graph between the files of `src/`, from the
+//! `crate::` and `super::` paths their code (not their comments) names, and its cycles (the
+//! strongly connected components of more than one file). With `--max N` it fails when a cycle
+//! holds more than N files. Paths are read textually: a path is attributed to the deepest
+//! module file it names.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Every `.rs` file under `dir`, as its path relative to `src`.
+fn files(dir: &Path, src: &Path, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files(&p, src, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p.strip_prefix(src).unwrap().to_string_lossy().replace('\\', "/"));
+        }
+    }
+}
+
+/// The module path of a file: `executor/mod.rs` is `executor`, `executor/core.rs` is
+/// `executor::core`, `lib.rs` is the crate (empty).
+fn module_of(file: &str) -> Vec<String> {
+    let stem = file.trim_end_matches(".rs");
+    let mut parts: Vec<String> = stem.split('/').map(String::from).collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The paths that follow each `crate::` or `super::` in a line, braces expanded one level.
+fn paths_in(line: &str, module: &[String], is_mod_file: bool) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    for (prefix, base) in [("crate::", Vec::new()), ("super::", parent(module, is_mod_file))] {
+        let mut rest = line;
+        while let Some(at) = rest.find(prefix) {
+            let before = rest[..at].chars().last();
+            rest = &rest[at + prefix.len()..];
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let mut heads = Vec::new();
+            if let Some(inner) = rest.strip_prefix('{') {
+                let end = inner.find('}').unwrap_or(inner.len());
+                heads.extend(inner[..end].split(',').map(str::trim).map(String::from));
+            } else {
+                heads.push(rest.to_string());
+            }
+            for head in heads {
+                let mut path = base.clone();
+                path.extend(
+                    head.split("::")
+                        .map(|s| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>())
+                        .take_while(|s| !s.is_empty()),
+                );
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// The module `super` names from `module`.
+fn parent(module: &[String], _is_mod_file: bool) -> Vec<String> {
+    module[..module.len().saturating_sub(1)].to_vec()
+}
+
+/// The file a module path resolves to: its deepest prefix that is a module file.
+fn resolve(path: &[String], modules: &BTreeMap<Vec<String>, String>) -> Option<String> {
+    (0..=path.len()).rev().find_map(|n| modules.get(&path[..n]).cloned())
+}
+
+/// Tarjan's strongly connected components.
+fn components(nodes: &[String], edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct State<'a> {
+        edges: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<String, usize>,
+        low: BTreeMap<String, usize>,
+        stack: Vec<String>,
+        on: BTreeSet<String>,
+        out: Vec<Vec<String>>,
+    }
+    fn visit(v: &str, s: &mut State) {
+        let i = s.index.len();
+        s.index.insert(v.to_string(), i);
+        s.low.insert(v.to_string(), i);
+        s.stack.push(v.to_string());
+        s.on.insert(v.to_string());
+        for w in s.edges.get(v).cloned().unwrap_or_default() {
+            if !s.index.contains_key(&w) {
+                visit(&w, s);
+                let lw = s.low[&w];
+                let lv = s.low.get_mut(v).unwrap();
+                *lv = (*lv).min(lw);
+            } else if s.on.contains(&w) {
+                let iw = s.index[&w];
+                let lv = s.low.get_mut(v).unwrap();
+                *lv = (*lv).min(iw);
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut c = Vec::new();
+            while let Some(w) = s.stack.pop() {
+                s.on.remove(&w);
+                let done = w == v;
+                c.push(w);
+                if done {
+                    break;
+                }
+            }
+            c.sort();
+            s.out.push(c);
+        }
+    }
+    let mut s = State {
+        edges,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    for n in nodes {
+        if !s.index.contains_key(n) {
+            visit(n, &mut s);
+        }
+    }
+    s.out
+}
+
+pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
+    let max: Option<usize> = match args {
+        [] => None,
+        [flag, n] if flag == "--max" => Some(n.parse().map_err(|_| format!("--max: not a number: {n}"))?),
+        _ => return Err("usage: cargo xtask imports [--max N]".into()),
+    };
+    let src = root.join("src");
+    let mut all = Vec::new();
+    files(&src, &src, &mut all);
+    all.sort();
+    let modules: BTreeMap<Vec<String>, String> = all.iter().map(|f| (module_of(f), f.clone())).collect();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &all {
+        let text = std::fs::read_to_string(src.join(file)).map_err(|e| format!("{file}: {e}"))?;
+        let module = module_of(file);
+        let is_mod_file = file.ends_with("mod.rs") || file == "lib.rs";
+        for line in text.lines() {
+            let code = line.split("//").next().unwrap_or("");
+            for path in paths_in(code, &module, is_mod_file) {
+                if let Some(target) = resolve(&path, &modules) {
+                    if &target != file && target != "lib.rs" {
+                        edges.entry(file.clone()).or_default().insert(target);
+                    }
+                }
+            }
+        }
+    }
+    let cycles: Vec<Vec<String>> = components(&all, &edges).into_iter().filter(|c| c.len() > 1).collect();
+    let largest = cycles.iter().map(Vec::len).max().unwrap_or(0);
+    println!("xtask: {} files, {} imports between them", all.len(), edges.values().map(BTreeSet::len).sum::<usize>());
+    for c in &cycles {
+        println!("xtask: a cycle of {} files: {}", c.len(), c.join(", "));
+        for f in c {
+            let inside: Vec<&String> = edges.get(f).into_iter().flatten().filter(|t| c.contains(t)).collect();
+            println!("    {f} -> {}", inside.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "));
+        }
+    }
+    println!("xtask: the largest cycle holds {largest} files");
+    match max {
+        Some(m) if largest > m => Err(format!("a cycle of {largest} files, more than {m}")),
+        _ => Ok(()),
+    }
+}
