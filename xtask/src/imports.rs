@@ -32,9 +32,9 @@ fn module_of(file: &str) -> Vec<String> {
 }
 
 /// The paths that follow each `crate::` or `super::` in a line, braces expanded one level.
-fn paths_in(line: &str, module: &[String], is_mod_file: bool) -> Vec<Vec<String>> {
+fn paths_in(line: &str, module: &[String]) -> Vec<Vec<String>> {
     let mut found = Vec::new();
-    for (prefix, base) in [("crate::", Vec::new()), ("super::", parent(module, is_mod_file))] {
+    for (prefix, base) in [("crate::", Vec::new()), ("super::", parent(module))] {
         let mut rest = line;
         while let Some(at) = rest.find(prefix) {
             let before = rest[..at].chars().last();
@@ -63,8 +63,8 @@ fn paths_in(line: &str, module: &[String], is_mod_file: bool) -> Vec<Vec<String>
     found
 }
 
-/// The module `super` names from `module`.
-fn parent(module: &[String], _is_mod_file: bool) -> Vec<String> {
+/// The module `super` names from `module` (for `executor/mod.rs`, module `executor`, the crate).
+fn parent(module: &[String]) -> Vec<String> {
     module[..module.len().saturating_sub(1)].to_vec()
 }
 
@@ -146,10 +146,9 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     for file in &all {
         let text = std::fs::read_to_string(src.join(file)).map_err(|e| format!("{file}: {e}"))?;
         let module = module_of(file);
-        let is_mod_file = file.ends_with("mod.rs") || file == "lib.rs";
         for line in text.lines() {
             let code = line.split("//").next().unwrap_or("");
-            for path in paths_in(code, &module, is_mod_file) {
+            for path in paths_in(code, &module) {
                 if let Some(target) = resolve(&path, &modules) {
                     if &target != file && target != "lib.rs" {
                         edges.entry(file.clone()).or_default().insert(target);
