@@ -135,6 +135,13 @@ fn test() -> Result<(), String> {
     c.args(["test", "--doc"]).env("VKASYNC_VALIDATION", "1");
     run("the documentation examples (cargo test --doc)", c)?;
     let mut c = cargo();
+    c.args(["test", "-p", "vkasync-build", "-p", "vkasync-spirv"]);
+    run(
+        "the build helper (a probe crate built by cargo: includes, reflection, rebuilds, file:line errors) and \
+         the SPIR-V crate (cargo test -p vkasync-build -p vkasync-spirv)",
+        c,
+    )?;
+    let mut c = cargo();
     c.args(["test", "--lib", "--features", "loom-model", "seen"]);
     run(
         "the loom model of what woken waits read without the queue's lock (cargo test --lib --features loom-model seen)",
