@@ -23,6 +23,7 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=SHADERC_LIB_DIR");
     println!("cargo:rerun-if-env-changed=VULKAN_SDK");
+    println!("cargo::rustc-check-cfg=cfg(vkasync_link_shaderc_sys)");
     let validate = env::var_os("CARGO_FEATURE_VALIDATE").is_some();
     let compile = env::var_os("CARGO_FEATURE_COMPILE").is_some();
     if !validate {
@@ -31,6 +32,7 @@ fn main() {
     let target_env = env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
     let Some((dir, origin)) = shaderc_dir() else {
         require_source_build_tools("no installed shaderc was found");
+        link_shaderc_sys();
         println!(
             "cargo:warning=vkasync-spirv: no installed shaderc found; shaderc-sys builds it from source \
              (cmake, python3 and a C++ compiler), and that archive holds glslang and SPIRV-Tools"
@@ -40,6 +42,7 @@ fn main() {
     let archive = dir.join(if target_env == "msvc" { "shaderc_combined.lib" } else { "libshaderc_combined.a" });
     let Ok(bytes) = std::fs::read(&archive) else {
         require_source_build_tools(&format!("there is no {}", archive.display()));
+        link_shaderc_sys();
         println!(
             "cargo:warning=vkasync-spirv: no {} in {} ({origin}); shaderc-sys builds shaderc from source \
              (cmake, git, python3 and a C++ compiler). On Debian and Ubuntu, `apt-get install libshaderc-dev` \
@@ -88,6 +91,7 @@ fn main() {
         }
     }
     if wanted.is_empty() {
+        link_shaderc_sys();
         println!("cargo:warning=vkasync-spirv: shaderc from {} ({origin}), a combined archive", dir.display());
         return;
     }
@@ -145,6 +149,12 @@ fn require_source_build_tools(why: &str) {
          folder holding libshaderc_combined.a; or install the missing tools",
         missing.join(", ")
     ));
+}
+
+/// SPIRV-Tools is in the archive shaderc-sys links (combined, or built from source): the crate
+/// names shaderc-sys so that it is linked (see `src/lib.rs`).
+fn link_shaderc_sys() {
+    println!("cargo:rustc-cfg=vkasync_link_shaderc_sys");
 }
 
 fn fail(message: &str) -> ! {

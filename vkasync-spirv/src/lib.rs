@@ -19,3 +19,12 @@
 pub mod reflect;
 #[cfg(feature = "validate")]
 pub mod validate;
+
+// The validator's C functions come from the native libraries shaderc-sys links. Nothing here
+// names a Rust item of shaderc-sys, and a crate that is never named is not linked: where
+// SPIRV-Tools lives only in shaderc-sys's combined archive (a source build of shaderc, the
+// Vulkan SDK), `spvValidateBinary` would be undefined. So there (the build script says where)
+// it is named. Not on Debian and Ubuntu, whose SPIRV-Tools the build script links itself: there
+// shaderc-sys would also bring the system's under-linked `libshaderc.so`.
+#[cfg(all(feature = "validate", vkasync_link_shaderc_sys))]
+use shaderc_sys as _;
