@@ -15,6 +15,8 @@ use std::process::{Command, Output};
 struct Probe {
     dir: PathBuf,
     target: PathBuf,
+    /// Also the crate's name (`probe-NAME`): each probe has its own package and binary.
+    name: String,
 }
 
 impl Probe {
@@ -25,7 +27,7 @@ impl Probe {
         std::fs::create_dir_all(dir.join("src")).unwrap();
         std::fs::create_dir_all(dir.join("shaders/include")).unwrap();
         let manifest = format!(
-            "[package]\nname = \"probe\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
+            "[package]\nname = \"probe-{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
              [build-dependencies]\nvkasync-build = {{ path = {:?} }}\n\n[workspace]\n",
             helper.display().to_string()
         );
@@ -48,11 +50,16 @@ impl Probe {
         )
         .unwrap();
         let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/vkasync-build-probe");
-        Probe { dir, target }
+        Probe { dir, target, name: name.to_string() }
     }
 
+    /// Writes a file of the probe, dated a few seconds ahead so that cargo sees it as changed
+    /// since any earlier build, however coarse the file system's clock.
     fn write(&self, rel: &str, text: &str) {
-        std::fs::write(self.dir.join(rel), text).unwrap();
+        let path = self.dir.join(rel);
+        std::fs::write(&path, text).unwrap();
+        let ahead = std::time::SystemTime::now() + std::time::Duration::from_secs(2);
+        std::fs::File::options().write(true).open(&path).unwrap().set_modified(ahead).unwrap();
     }
 
     fn cargo(&self, verb: &str) -> Output {
@@ -71,7 +78,7 @@ impl Probe {
         let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
         for e in std::fs::read_dir(&build).unwrap().flatten() {
             let f = e.path().join("out/kernels.rs");
-            if e.file_name().to_string_lossy().starts_with("probe-") && f.is_file() {
+            if e.file_name().to_string_lossy().starts_with(&format!("probe-{}-", self.name)) && f.is_file() {
                 let t = f.metadata().unwrap().modified().unwrap();
                 if newest.as_ref().is_none_or(|(n, _)| t > *n) {
                     newest = Some((t, f));
