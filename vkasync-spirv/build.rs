@@ -31,26 +31,11 @@ fn main() {
     }
     let target_env = env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
     let Some((dir, origin)) = shaderc_dir() else {
-        require_source_build_tools("no installed shaderc was found");
-        link_shaderc_sys();
-        println!(
-            "cargo:warning=vkasync-spirv: no installed shaderc found; shaderc-sys builds it from source \
-             (cmake, python3 and a C++ compiler), and that archive holds glslang and SPIRV-Tools"
-        );
-        return;
+        return from_source("no installed shaderc was found");
     };
     let archive = dir.join(if target_env == "msvc" { "shaderc_combined.lib" } else { "libshaderc_combined.a" });
     let Ok(bytes) = std::fs::read(&archive) else {
-        require_source_build_tools(&format!("there is no {}", archive.display()));
-        link_shaderc_sys();
-        println!(
-            "cargo:warning=vkasync-spirv: no {} in {} ({origin}); shaderc-sys builds shaderc from source \
-             (cmake, git, python3 and a C++ compiler). On Debian and Ubuntu, `apt-get install libshaderc-dev` \
-             links the system's instead",
-            archive.file_name().unwrap().to_string_lossy(),
-            dir.display()
-        );
-        return;
+        return from_source(&format!("there is no {} ({origin})", archive.display()));
     };
     // Symbols the archive defines (its index), not those its objects only refer to.
     let index = symbol_index(&bytes).unwrap_or(&bytes);
@@ -114,8 +99,20 @@ fn main() {
     println!("cargo:rustc-link-lib=dylib=stdc++");
 }
 
-/// Where shaderc-sys will build shaderc from source, fails at once (instead of deep inside a
-/// cmake run) when a tool that build needs is missing, naming it and the packaged alternative.
+/// shaderc-sys builds shaderc from source (`why`: no installed one): fails at once (instead of
+/// deep inside a cmake run) when a tool that build needs is missing, naming it and the packaged
+/// alternatives; else says so. SPIRV-Tools is then in shaderc-sys's combined archive.
+fn from_source(why: &str) {
+    require_source_build_tools(why);
+    link_shaderc_sys();
+    println!(
+        "cargo:warning=vkasync-spirv: {why}; shaderc-sys builds shaderc from source (cmake, make, python3 and a \
+         C++ compiler), and that archive holds glslang and SPIRV-Tools. On Debian and Ubuntu, `apt-get install \
+         libshaderc-dev` links the system's instead"
+    );
+}
+
+/// Fails, naming them, when a tool that building shaderc from source needs is missing.
 fn require_source_build_tools(why: &str) {
     let runs = |program: &str| {
         std::process::Command::new(program)
