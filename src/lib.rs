@@ -38,37 +38,31 @@
 //! ```
 #![warn(missing_docs, missing_debug_implementations, clippy::undocumented_unsafe_blocks)]
 
-pub mod batch;
-mod buffer;
-mod commands;
-mod copies;
-pub mod crypto;
-mod device;
 mod error;
-pub mod executor;
-mod hash;
-mod instance;
-mod kernel;
-mod pool;
-mod spirv;
-mod spirv_caps;
-mod spirv_val;
-mod staging;
-mod timestamps;
+mod util;
+// Layers, each importing only those above it in this list (ARCHITECTURE.md; `cargo xtask imports`
+// fails on an upward import).
+mod vk;
 pub mod trace;
+mod record;
+pub mod executor;
+pub mod crypto;
 
-pub use buffer::{Buffer, MemoryKind};
-pub use commands::{CommandList, Readback, Recorder};
-pub use device::{Device, DeviceBuilder, Limits, MemoryReport, RobustAccess};
+pub use record::batch;
+pub use vk::buffer::{Buffer, MemoryKind};
+pub use record::command_list::CommandList;
+pub use record::recorder::Recorder;
+pub use record::recording::Readback;
+pub use vk::device::{Device, DeviceBuilder, Limits, MemoryReport, RobustAccess};
 pub use error::{Error, Result};
 pub use executor::{
     Ctx, Executor, ExecutorBuilder, FlushPolicy, JoinError, JoinHandle, PerDevice, Queue, QueueBuilder, QueueSet,
     Spawner, Stats, WaitPolicy, DEFAULT_SHUTDOWN_TIMEOUT, DEFAULT_SPIN_BOUND,
 };
-pub use instance::{adapters, AdapterInfo, DeviceSelector, DeviceType, QueueFamilyInfo};
-pub use kernel::{Arg, Kernel, KernelSource};
-pub use spirv::{BindingInfo, BindingKind, Reflection};
-pub use timestamps::Timestamps;
+pub use vk::instance::{adapters, AdapterInfo, DeviceSelector, DeviceType, QueueFamilyInfo};
+pub use vk::kernel::{Arg, Kernel, KernelSource};
+pub use vk::spirv::{BindingInfo, BindingKind, Reflection};
+pub use vk::timestamps::Timestamps;
 
 /// Kernels compiled from `shaders/*.comp` at build time, one constant per shader
 /// (e.g. [`kernels::MIX`] from `shaders/mix.comp`).

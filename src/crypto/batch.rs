@@ -2,7 +2,7 @@
 //! one SHA-256/HMAC dispatch (per staging chunk, and per window of long messages).
 //!
 //! A call ([`super::Crypto::prepare_aes_ctr`] and friends) reserves a staging slot
-//! ([`crate::staging`]), writes its input there, and adds one [`Item`] to the flush through
+//! ([`crate::record::staging`]), writes its input there, and adds one [`Item`] to the flush through
 //! [`crate::Recorder::batch`]. An item lists its parts:
 //!
 //! - `mac_first`: SHA-256/HMAC of ranges of the slot, run before AES (decrypt-side: verify
@@ -27,10 +27,10 @@
 
 use super::host;
 use super::{AesKey, HmacKey};
-use crate::batch::{BatchKind, Encoder};
+use crate::record::batch::{BatchKind, Encoder};
 use crate::error::{Error, Result};
-use crate::hash::IdMap;
-use crate::staging::{Arena, Slot};
+use crate::util::IdMap;
+use crate::record::staging::{Arena, Slot};
 use crate::{kernels, Arg, Buffer, Device, Kernel, MemoryKind, Recorder};
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -156,7 +156,7 @@ impl Ticket {
         if value == 0 {
             return Err(Error::NotReady);
         }
-        if value == crate::commands::NOTHING_TO_SUBMIT {
+        if value == crate::record::recording::NOTHING_TO_SUBMIT {
             return Ok(());
         }
         let device = &self.slot.chunk.work.device;
@@ -189,7 +189,7 @@ impl Ticket {
         }
         // SAFETY: as in `read`; nothing else uses the slot's bytes while the slice lives.
         let all = unsafe { self.slot.host_bytes()? };
-        crate::staging::par_copy(out, &all[at as usize..at as usize + out.len()]);
+        crate::record::staging::par_copy(out, &all[at as usize..at as usize + out.len()]);
         Ok(())
     }
 
@@ -452,7 +452,7 @@ impl BatchKind for CryptoBatch {
             let _ = it.state.value.set(completion.clone());
         }
         let mut keys = Keys::default();
-        let mut groups: Vec<(Arc<crate::staging::Chunk>, Group)> = Vec::new();
+        let mut groups: Vec<(Arc<crate::record::staging::Chunk>, Group)> = Vec::new();
         let mut group_ix: IdMap<usize, usize> = IdMap::default();
         let mut last: Option<(usize, usize)> = None;
         for it in items.iter() {

@@ -316,7 +316,7 @@ impl Crypto {
     // ------------------------------------------------------------------ prepare / finish
 
     /// Stages `data` and adds AES-CTR over it to the recorder's coalesced crypto work (see
-    /// [`crate::batch`]): every call in one flush, from any number of tasks, runs as one
+    /// [`crate::record::batch`]): every call in one flush, from any number of tasks, runs as one
     /// dispatch. [`PendingAesCtr::finish`] gives the result once the recorder's work has
     /// completed. Empty `data` records nothing.
     ///

@@ -5,8 +5,10 @@
 //! with one command buffer per flush and the device's timeline semaphore; the tests also drive
 //! the core with a simulated queue whose timeline they advance.
 
-use crate::commands::{CommandPool, Op, Recording};
-use crate::device::Device;
+use crate::record::recording::{Op, Recording};
+use crate::record::copies::CopyKernel;
+use crate::vk::command_pool::CommandPool;
+use crate::vk::device::Device;
 use crate::error::Result;
 use crate::trace::{GpuSpans, HostKind, QueueTrace, TaskClock};
 use std::collections::VecDeque;
@@ -24,7 +26,7 @@ pub(crate) struct FlushInfo {
     pub command_buffers: u64,
     /// Dispatches recorded.
     pub dispatches: u64,
-    /// Dispatches of the copy kernel (see [`crate::copies`]).
+    /// Dispatches of the copy kernel (see [`crate::record::copies`]).
     pub copy_dispatches: u64,
     /// Whether anything was submitted: a flush whose batches all ran on the host (and that has
     /// nothing else) submits nothing, and its waiters are done at once.
@@ -119,6 +121,8 @@ const ANNOUNCE_WAIT_AFTER: Duration = Duration::from_millis(100);
 pub(crate) struct VulkanBackend {
     pub device: Device,
     pool: Option<CommandPool>,
+    /// The copy kernel, made at the first flush that can use it.
+    copy_kernel: Arc<CopyKernel>,
     /// Work recorded since the last flush.
     pub pending: Recording,
     /// Submitted recordings, oldest first, holding their buffers and kernels alive.
@@ -166,7 +170,7 @@ impl Drop for Retired {
             drop(rec);
             if let (Some(mut ops), Some(spare)) = (ops, &self.spare) {
                 ops.clear();
-                let mut spare = crate::executor::core::lock(spare);
+                let mut spare = crate::util::lock(spare);
                 if spare.len() < 2 {
                     spare.push(ops);
                 }
@@ -181,6 +185,7 @@ pub(crate) struct FlushJob {
     rec: Recording,
     /// The backend's command pool, lent for the job (`None` once the device was lost).
     pool: Option<CommandPool>,
+    copy_kernel: Arc<CopyKernel>,
     /// The counter as read when the job was taken: command buffers at or below it are reused.
     completed: u64,
     spare_pools: crate::trace::SparePools,
@@ -206,7 +211,8 @@ impl VulkanBackend {
         }
         Ok(VulkanBackend {
             device: device.clone(),
-            pool: Some(CommandPool::new(device)?),
+            pool: Some(CommandPool::new(device.raw(), device.queue_family())?),
+            copy_kernel: Arc::default(),
             pending: Recording::new(device),
             in_flight: VecDeque::new(),
             retired: Vec::new(),
@@ -269,7 +275,7 @@ impl Backend for VulkanBackend {
 
     fn begin_flush(&mut self) -> FlushJob {
         // The next epoch starts with room for as many commands as this one had.
-        let spare = crate::executor::core::lock(&self.spare_ops).pop();
+        let spare = crate::util::lock(&self.spare_ops).pop();
         let next = match spare {
             Some(ops) => Recording::with_ops(&self.device, ops),
             None => Recording::with_capacity(&self.device, self.pending.len()),
@@ -283,6 +289,7 @@ impl Backend for VulkanBackend {
             device: self.device.clone(),
             rec,
             pool: self.pool.take(),
+            copy_kernel: self.copy_kernel.clone(),
             completed,
             spare_pools: self.spare_pools.clone(),
             spans: self.spans,
@@ -318,13 +325,13 @@ impl Backend for VulkanBackend {
         }
         // No pool: the device was lost, and the pool was leaked with what it ran.
         let pool = job.pool.as_mut().ok_or(crate::Error::DeviceLost)?;
-        let cb = pool.begin(&job.device, job.completed)?;
+        let cb = pool.begin(job.device.raw(), job.completed)?;
         let started = Instant::now();
         let stats = {
             let _span = tracing::debug_span!("vkasync.encode", ops = rec.ops.len()).entered();
-            rec.encode(cb)
+            rec.encode(cb, job.copy_kernel.get(&job.device))
         };
-        pool.end(&job.device, cb)?;
+        pool.end(job.device.raw(), cb)?;
         if let Some(t) = &job.trace {
             t.span(HostKind::Encode, started, &[rec.ops.len() as u64]);
         }

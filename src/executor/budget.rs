@@ -22,7 +22,7 @@
 //! Bytes are charged to the job that allocated them: a buffer handed to another job still
 //! counts as its allocator's.
 
-use super::core::lock;
+use crate::util::lock;
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

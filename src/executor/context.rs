@@ -2,11 +2,12 @@
 
 use super::backend::VulkanBackend;
 use super::core::{lock, ContextState, QueueCore, SyncFuture};
-use crate::buffer::Buffer;
-use crate::commands::{Readback, Recorder};
-use crate::device::Device;
+use crate::vk::buffer::Buffer;
+use crate::record::recorder::Recorder;
+use crate::record::recording::Readback;
+use crate::vk::device::Device;
 use crate::error::Result;
-use crate::kernel::{Arg, Kernel};
+use crate::vk::kernel::{Arg, Kernel};
 use bytemuck::Pod;
 use std::future::Future;
 use std::pin::Pin;
@@ -59,7 +60,7 @@ impl Future for Synchronize {
 
 impl Ctx {
     /// Records into the executor's recording epoch (see [`QueueCore::record`]).
-    fn record<R>(&self, f: impl FnOnce(&mut crate::commands::Recording) -> Result<R>) -> Result<R> {
+    fn record<R>(&self, f: impl FnOnce(&mut crate::record::recording::Recording) -> Result<R>) -> Result<R> {
         self.shared.record(&self.state, |b| f(&mut b.pending))
     }
 
@@ -76,7 +77,7 @@ impl Ctx {
     /// Uploads `data` into `dst` starting at element `offset`.
     pub fn upload_at<T: Pod>(&self, dst: &Buffer<T>, offset: usize, data: &[T]) -> Result<()> {
         // Staging (allocation and host copy) happens before the queue's lock is taken.
-        if let Some(staged) = crate::commands::stage_upload(&self.device, dst, offset, data)? {
+        if let Some(staged) = crate::record::recording::stage_upload(&self.device, dst, offset, data)? {
             return self.record(|r| {
                 r.push_staged_upload(staged);
                 Ok(())
@@ -118,18 +119,18 @@ impl Ctx {
     fn read_back_step<'s, T: Pod>(
         &self,
         src: &'s Buffer<T>,
-    ) -> Result<impl FnOnce(&mut crate::commands::Recording) -> Result<Readback<T>> + 's> {
-        let staging = crate::commands::stage_read_back(&self.device, src)?;
-        Ok(move |r: &mut crate::commands::Recording| match staging {
+    ) -> Result<impl FnOnce(&mut crate::record::recording::Recording) -> Result<Readback<T>> + 's> {
+        let staging = crate::record::recording::stage_read_back(&self.device, src)?;
+        Ok(move |r: &mut crate::record::recording::Recording| match staging {
             Some(staging) => Ok(r.push_read_back(src, staging)),
             None => r.read_back(src),
         })
     }
 
     /// Adds `item` to the coalesced work of `kind` in the recording epoch (see
-    /// [`crate::batch`]): every task's items of one kind go out as one encoding in the next
+    /// [`crate::record::batch`]): every task's items of one kind go out as one encoding in the next
     /// flush. Await [`Ctx::synchronize`] for its completion.
-    pub fn batch<K: crate::batch::BatchKind>(&self, kind: &Arc<K>, item: K::Item) -> Result<()> {
+    pub fn batch<K: crate::record::batch::BatchKind>(&self, kind: &Arc<K>, item: K::Item) -> Result<()> {
         self.record(|r| {
             r.push_batch(kind, item);
             Ok(())
@@ -153,7 +154,7 @@ impl Ctx {
     /// (await [`Ctx::synchronize`] first). Each command's time runs from the completion of the
     /// command before it on the queue to its own (see [`crate::trace`]), so the times of all
     /// contexts add up to the GPU's busy time; a copy that the flush merged with other
-    /// contexts' copies is shared by bytes; coalesced work ([`crate::batch`]) counts for no
+    /// contexts' copies is shared by bytes; coalesced work ([`crate::record::batch`]) counts for no
     /// context. `None` unless GPU timing is on ([`crate::ExecutorBuilder::gpu_timing`],
     /// [`crate::QueueBuilder::gpu_timing`]; a trace alone does not turn it on).
     ///
@@ -206,7 +207,7 @@ impl Ctx {
     /// assert!(matches!(err, Err(Error::MemoryBound { held, .. }) if held == 600 << 10));
     /// # Ok::<(), vkasync::Error>(())
     /// ```
-    pub async fn buffer<T: Pod>(&self, len: usize, kind: crate::buffer::MemoryKind) -> Result<Buffer<T>> {
+    pub async fn buffer<T: Pod>(&self, len: usize, kind: crate::vk::buffer::MemoryKind) -> Result<Buffer<T>> {
         let Some(budget) = self.shared.budget.clone() else {
             return Buffer::new(&self.device, len, kind);
         };
@@ -270,7 +271,7 @@ impl Ctx {
     /// keeps the two steps: its one thread meets no contention there, so there is nothing to
     /// gain (measured with one hold, the executor moved 0.88–0.96×, about as much as between
     /// two builds with the same executor code: 0.80–1.13×).
-    pub(crate) async fn batch_and_settle<K: crate::batch::BatchKind>(
+    pub(crate) async fn batch_and_settle<K: crate::record::batch::BatchKind>(
         &self,
         kind: &Arc<K>,
         item: K::Item,
@@ -356,7 +357,7 @@ impl Recorder for Ctx {
     fn write_timestamp(&mut self, ts: &crate::Timestamps, index: u32) -> Result<()> {
         Ctx::write_timestamp(self, ts, index)
     }
-    fn batch<K: crate::batch::BatchKind>(&mut self, kind: &Arc<K>, item: K::Item) -> Result<()> {
+    fn batch<K: crate::record::batch::BatchKind>(&mut self, kind: &Arc<K>, item: K::Item) -> Result<()> {
         Ctx::batch(self, kind, item)
     }
 }

@@ -67,11 +67,7 @@ impl Batch {
     }
 }
 
-/// Locks a mutex, ignoring poisoning: every critical section here leaves the state consistent
-/// before anything that can panic runs.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+pub(crate) use crate::util::lock;
 
 /// Tries a lock this many times, backing off, before blocking on it (see [`lock_hot`]).
 const HOT_TRIES: u32 = 8;

@@ -129,7 +129,7 @@
 //! "Shutdown" below).
 //!
 //! **Coalesced launches.** A task may add an item of a batch kind ([`Ctx::batch`], see
-//! [`crate::batch`]) instead of recording commands; items count as recorded work of the epoch
+//! [`crate::record::batch`]) instead of recording commands; items count as recorded work of the epoch
 //! (the task's `synchronize` covers them, and they count toward the flush bound). At the flush,
 //! before the epoch's commands are written, each kind encodes all its items as ordinary ops.
 //! If nothing is left for the GPU afterwards (every kind computed its items on the host), the
@@ -250,7 +250,7 @@ pub use task::{JoinError, JoinHandle, Spawner};
 use self::backend::VulkanBackend;
 use self::core::{spawn_driver, Options, QueueCore};
 use self::local::{Drive, Local};
-use crate::device::Device;
+use crate::vk::device::Device;
 use crate::error::Result;
 use std::future::Future;
 use std::rc::Rc;

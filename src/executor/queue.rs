@@ -4,7 +4,7 @@
 use super::backend::VulkanBackend;
 use super::core::{spawn_driver, DriverThread, Options, QueueCore, Recorded};
 use super::{default_options, shared_setters, Ctx, FlushPolicy, Stats};
-use crate::device::Device;
+use crate::vk::device::Device;
 use crate::error::Result;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;

@@ -1,7 +1,7 @@
 //! Several GPUs behind one handle: [`QueueSet`].
 
 use super::{Ctx, Queue, Stats};
-use crate::device::Device;
+use crate::vk::device::Device;
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! know the device.
 //!
 //! Runs for every kernel, build-time ones included (they are compiled before the device is known),
-//! after [`crate::spirv_val`] for run-time modules. It assumes a structurally sound instruction
+//! after [`crate::vk::spirv_val`] for run-time modules. It assumes a structurally sound instruction
 //! stream but still bounds-checks every read.
 //!
 //! The capability table follows the Vulkan 1.2 specification, appendix "SPIR-V Environment",

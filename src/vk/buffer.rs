@@ -18,7 +18,7 @@
 //! - When a submission is encoded, the first op that uses a fresh buffer decides: a copy that
 //!   overwrites the whole buffer (an upload through staging) needs nothing; anything else (a
 //!   dispatch, a partial upload, a read-back) gets a `vkCmdFillBuffer` of zeros recorded at the
-//!   start of that submission, before its first phase (see [`crate::commands`]). The recording
+//!   start of that submission, before its first phase (see [`crate::record::commands`]). The recording
 //!   that took the clear marks the buffer defined once it is submitted, and gives the clear back
 //!   if it is dropped unsubmitted.
 //! - Clears are decided in submission order (at encode time), so recordings submitted in any
@@ -29,39 +29,18 @@
 //!   uploads and read-backs) skip all of this, and so does [`Buffer::new_uninit`].
 //!
 //! The clear covers the buffer's size rounded up to 4 bytes and to the robust-access alignment
-//! (the bytes a kernel may still reach past the end, see [`crate::pool`]), which always lies in
+//! (the bytes a kernel may still reach past the end, see [`crate::vk::pool`]), which always lies in
 //! the buffer's own chunk.
 
-use crate::device::{Device, DeviceShared};
+use crate::vk::device::{Device, DeviceShared};
 use crate::error::{Error, Result};
-use crate::pool::{Chunk, Pool};
+pub use crate::vk::pool::MemoryKind;
+use crate::vk::pool::{Chunk, Pool};
 use ash::vk;
 use bytemuck::Pod;
-use gpu_allocator::MemoryLocation;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
-
-/// Where a buffer lives, which decides how the host reaches it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum MemoryKind {
-    /// Device-local storage: fastest for kernels. Host-visible only on unified-memory devices.
-    Device,
-    /// Host-visible memory written by the host and read by the GPU (staging for uploads).
-    Upload,
-    /// Host-visible, host-cached memory written by the GPU and read by the host (read-backs).
-    Readback,
-}
-
-impl MemoryKind {
-    pub(crate) fn location(self) -> MemoryLocation {
-        match self {
-            MemoryKind::Device => MemoryLocation::GpuOnly,
-            MemoryKind::Upload => MemoryLocation::CpuToGpu,
-            MemoryKind::Readback => MemoryLocation::GpuToCpu,
-        }
-    }
-}
 
 /// Whether a buffer's contents are defined yet (the lazy zero-initialisation's state; see the
 /// module docs). Stored in an `AtomicU8`.
@@ -98,7 +77,7 @@ pub(crate) struct RawBuffer {
     pub buffer: vk::Buffer,
     /// Where the range starts in `buffer`.
     pub offset: u64,
-    /// The pooled chunk this buffer is (see [`crate::pool`]).
+    /// The pooled chunk this buffer is (see [`crate::vk::pool`]).
     chunk: Chunk,
     /// Host pointer to the start of the range, when its memory is host-visible.
     mapped: Option<std::ptr::NonNull<u8>>,
@@ -143,7 +122,7 @@ impl RawBuffer {
         shared.check_lost()?;
         let class = Pool::class_of(size, limit);
         // (On exhausted memory the pool trims, which takes back stashed chunks first.)
-        let chunk = crate::pool::take(shared, kind, class)?;
+        let chunk = crate::vk::pool::take(shared, kind, class)?;
         shared.live_buffers.fetch_add(1, Ordering::Relaxed);
         shared.live_bytes.fetch_add(size, Ordering::Relaxed);
         let clear_len = size.next_multiple_of(shared.clear_align);
@@ -166,7 +145,7 @@ impl RawBuffer {
     }
 
     /// The device address of `buffer` at offset 0 (0 without buffer device addresses; see
-    /// [`crate::copies`]).
+    /// [`crate::record::copies`]).
     pub(crate) fn base_address(&self) -> u64 {
         self.chunk.base_address
     }
@@ -390,7 +369,7 @@ impl Drop for RawBuffer {
         let shared = &self.device.shared;
         shared.live_buffers.fetch_sub(1, Ordering::Relaxed);
         shared.live_bytes.fetch_sub(self.size, Ordering::Relaxed);
-        crate::pool::give_back(shared, self.kind, self.chunk);
+        crate::vk::pool::give_back(shared, self.kind, self.chunk);
     }
 }
 

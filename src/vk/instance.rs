@@ -135,7 +135,7 @@ pub(crate) static LIFECYCLE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Takes [`LIFECYCLE`] (ignoring poisoning: the guarded calls leave nothing half-done of ours).
 pub(crate) fn lifecycle() -> std::sync::MutexGuard<'static, ()> {
-    LIFECYCLE.lock().unwrap_or_else(|p| p.into_inner())
+    crate::util::lock(&LIFECYCLE)
 }
 
 impl Drop for InstanceShared {

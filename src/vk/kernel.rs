@@ -3,10 +3,10 @@
 //! Descriptors are pushed with `VK_KHR_push_descriptor` at each dispatch, so a kernel needs no
 //! descriptor pool and a dispatch allocates nothing that must be recycled.
 
-use crate::buffer::{Buffer, RawBuffer};
-use crate::device::Device;
+use crate::vk::buffer::{Buffer, RawBuffer};
+use crate::vk::device::Device;
 use crate::error::{map_oom, Error, Result};
-use crate::spirv::{self, BindingKind, Reflection};
+use crate::vk::spirv::{self, BindingKind, Reflection};
 use ash::vk;
 use bytemuck::Pod;
 use std::sync::Arc;
@@ -119,7 +119,7 @@ impl Kernel {
     /// Validation costs tens of microseconds for a small kernel (see README); for trusted words
     /// that were validated before, [`Kernel::from_words_unchecked`] skips it.
     pub fn from_words(device: &Device, name: &str, words: &[u32]) -> Result<Self> {
-        crate::spirv_val::validate(words)?;
+        crate::vk::spirv_val::validate(words)?;
         // SAFETY: the validator accepted the module just above.
         unsafe { Self::from_words_unchecked(device, name, words) }
     }
@@ -154,11 +154,11 @@ impl Kernel {
         device: &Device,
         name: &str,
         words: &[u32],
-        features: &crate::spirv_caps::EnabledFeatures,
+        features: &crate::vk::spirv_caps::EnabledFeatures,
     ) -> Result<Self> {
         let mut reflection = spirv::reflect(words)?;
         let limits = device.limits();
-        reflection.local_size = crate::spirv_caps::check(
+        reflection.local_size = crate::vk::spirv_caps::check(
             name,
             words,
             features,

@@ -1,4 +1,4 @@
-//! Staging memory reused across flushes, for coalesced work ([`crate::batch`]).
+//! Staging memory reused across flushes, for coalesced work ([`crate::record::batch`]).
 //!
 //! An [`Arena`] hands out [`Slot`]s: byte ranges of large mapped chunks, bump-allocated. A task
 //! writes its input straight into its slot (the only host copy in), hands the slot to a batch
@@ -18,8 +18,8 @@
 //! timeline values were reached). So memory is never reused while the GPU may still use it,
 //! and never freed under it (in-flight recordings hold the buffers themselves).
 
-use crate::buffer::{MemoryKind, RawBuffer};
-use crate::device::Device;
+use crate::vk::buffer::{MemoryKind, RawBuffer};
+use crate::vk::device::Device;
 use crate::error::{Error, Result};
 use std::sync::{Arc, Mutex};
 
@@ -192,7 +192,7 @@ impl Arena {
         if len > self.chunk_bytes {
             return Ok(Slot { chunk: self.new_chunk(len)?, offset: 0, len });
         }
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = crate::util::lock(&self.state);
         if st.current.is_some() && st.used + len <= self.chunk_bytes {
             let offset = st.used;
             st.used += len;

@@ -1,6 +1,6 @@
 //! GPU timestamps, for measuring kernel time on the device itself.
 
-use crate::device::Device;
+use crate::vk::device::Device;
 use crate::error::{map_oom, map_oom_and_lost, Error, Result};
 use ash::vk;
 use std::sync::Arc;
@@ -49,6 +49,31 @@ impl std::fmt::Debug for Timestamps {
 }
 
 impl Timestamps {
+    /// Writes timestamp `index` (reset on the host before) in a submission of its own and
+    /// waits for it: how the trace relates the GPU's clock to the host's.
+    pub(crate) fn write_alone(&self, index: u32) -> Result<()> {
+        let device = &self.raw.device;
+        if index >= self.raw.count {
+            return Err(Error::InvalidArgument(format!("timestamp {index} of a pool of {}", self.raw.count)));
+        }
+        let mut pool = crate::vk::command_pool::CommandPool::new(device.raw(), device.queue_family())?;
+        let cb = pool.begin(device.raw(), 0)?;
+        // SAFETY: `cb` is recording; the query pool is live (held by `self`) and `index` is in
+        // range.
+        unsafe { device.raw().cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, self.raw.pool, index) };
+        pool.end(device.raw(), cb)?;
+        let value = device.submit(&[cb])?;
+        pool.release(cb, Some(value));
+        match device.wait(value, None) {
+            Ok(_) => {
+                pool.destroy(device.raw());
+                Ok(())
+            }
+            // The GPU may still run the command buffer: the pool is leaked, not destroyed.
+            Err(e) => Err(e),
+        }
+    }
+
     /// A pool of `count` timestamps, all reset. [`Error::Unsupported`] if the queue cannot write
     /// timestamps or the device lacks `hostQueryReset`.
     pub fn new(device: &Device, count: u32) -> Result<Self> {

@@ -78,10 +78,10 @@
 //! charging every command to its context costs host time on every job (`BENCHMARKS.md`).
 //! With both, the GPU spans of single commands also name their context (`ctx`).
 
-use crate::device::Device;
+use crate::vk::device::Device;
 use crate::error::Result;
-use crate::kernel::RawKernel;
-use crate::timestamps::RawQueryPool;
+use crate::vk::kernel::RawKernel;
+use crate::vk::timestamps::RawQueryPool;
 use ash::vk;
 use std::cell::{Cell, RefCell};
 use std::io::Write;
@@ -510,7 +510,7 @@ impl ThreadLog {
     #[cold]
     fn next_chunk(&self, len: usize) {
         let new = Chunk::new();
-        let mut chunks = crate::executor::core::lock(&self.chunks);
+        let mut chunks = crate::util::lock(&self.chunks);
         if let Some(last) = chunks.last_mut() {
             last.1 = len;
         }
@@ -521,7 +521,7 @@ impl ThreadLog {
 
     /// A copy of every event so far (the writer's side).
     fn snapshot(&self) -> Vec<Vec<u32>> {
-        let chunks = crate::executor::core::lock(&self.chunks);
+        let chunks = crate::util::lock(&self.chunks);
         let len = self.len.load(Ordering::Acquire);
         let last = chunks.len().saturating_sub(1);
         chunks
@@ -663,7 +663,7 @@ impl Sink {
     /// tracks rather than the last writer's alone.
     fn for_path(path: PathBuf) -> Arc<Self> {
         static SINKS: Mutex<Vec<(PathBuf, std::sync::Weak<Sink>)>> = Mutex::new(Vec::new());
-        let mut sinks = crate::executor::core::lock(&SINKS);
+        let mut sinks = crate::util::lock(&SINKS);
         sinks.retain(|(_, sink)| sink.strong_count() > 0);
         if let Some(sink) = sinks.iter().filter(|(p, _)| *p == path).find_map(|(_, sink)| sink.upgrade()) {
             return sink;
@@ -730,7 +730,7 @@ impl Sink {
                 let tid = thread_tid();
                 let name = std::thread::current().name().map_or_else(|| format!("thread {tid}"), str::to_string);
                 let log = Arc::new(ThreadLog::new(tid, name));
-                crate::executor::core::lock(&self.threads).push(log.clone());
+                crate::util::lock(&self.threads).push(log.clone());
                 all.push((self.id, log));
                 all.len() - 1
             }
@@ -743,11 +743,11 @@ impl Sink {
     }
 
     fn push(&self, e: Event) {
-        crate::executor::core::lock(&self.events).push(e);
+        crate::util::lock(&self.events).push(e);
     }
 
     fn push_all(&self, events: impl IntoIterator<Item = Event>) {
-        let mut all = crate::executor::core::lock(&self.events);
+        let mut all = crate::util::lock(&self.events);
         for e in events {
             all.push(e);
         }
@@ -755,7 +755,7 @@ impl Sink {
 
     /// Writes every event so far to the file (replacing it).
     pub fn write(&self) -> std::io::Result<()> {
-        let threads: Vec<_> = crate::executor::core::lock(&self.threads).clone();
+        let threads: Vec<_> = crate::util::lock(&self.threads).clone();
         // Nanoseconds per tick, over the sink's life so far.
         let (now, t) = (Instant::now(), ticks());
         let rate = match t.saturating_sub(self.base_ticks) {
@@ -776,7 +776,7 @@ impl Sink {
             }
             Ok(())
         };
-        write_all(&crate::executor::core::lock(&self.events))?;
+        write_all(&crate::util::lock(&self.events))?;
         let mut async_ids = 0u64;
         for log in &threads {
             let chunks = log.snapshot();
@@ -1135,7 +1135,7 @@ impl GpuSpans {
     /// ([`GpuSpans::start`]), from `spare` where one is large enough.
     pub fn new(device: &Device, ops: u32, detail: TraceDetail, spare: SparePools) -> Self {
         let capacity = ops as usize + 2;
-        let lists = crate::executor::core::lock(&spare).lists.pop();
+        let lists = crate::util::lock(&spare).lists.pop();
         let (commands, owners, groups) = lists.unwrap_or_else(|| {
             (Vec::with_capacity(capacity), Vec::with_capacity(capacity), Vec::with_capacity(capacity))
         });
@@ -1171,7 +1171,7 @@ impl GpuSpans {
     /// host. `None` if the driver cannot make one: this submission then has no GPU spans.
     fn take_pool(&self, needed: u32) -> Option<RawQueryPool> {
         {
-            let mut spare = crate::executor::core::lock(&self.spare);
+            let mut spare = crate::util::lock(&self.spare);
             let best = spare.pools.iter().enumerate().filter(|(_, p)| p.count >= needed).min_by_key(|(_, p)| p.count);
             if let Some(i) = best.map(|(i, _)| i) {
                 return Some(spare.pools.swap_remove(i));
@@ -1259,7 +1259,7 @@ impl GpuSpans {
         commands.clear();
         owners.clear();
         groups.clear();
-        let mut spare = crate::executor::core::lock(&spare);
+        let mut spare = crate::util::lock(&spare);
         if let Some(pool) = pool.filter(|_| spare.pools.len() < MAX_SPARE_POOLS) {
             spare.pools.push(pool);
         }
@@ -1406,10 +1406,8 @@ fn measured(sink: &Sink, device: &Device) -> Result<Calibration> {
     let mut best: Option<Calibration> = None;
     for _ in 0..8 {
         ts.reset();
-        let mut cmds = crate::CommandList::new(device);
-        crate::Recorder::write_timestamp(&mut cmds, &ts, 0)?;
         let t0 = sink.ns(Instant::now());
-        cmds.submit_and_wait()?;
+        ts.write_alone(0)?;
         let t1 = sink.ns(Instant::now());
         let tick = ts.ticks()?[0];
         let mid = (t0 + t1) as f64 / 2.0;

@@ -10,8 +10,8 @@
 //! about again.
 
 use crate::error::{map_alloc, map_oom, map_oom_and_lost, Error, Result};
-use crate::instance::{self, AdapterInfo, DeviceSelector, InstanceShared};
-use crate::spirv_caps::EnabledFeatures;
+use crate::vk::instance::{self, AdapterInfo, DeviceSelector, InstanceShared};
+use crate::vk::spirv_caps::EnabledFeatures;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use std::mem::ManuallyDrop;
@@ -217,9 +217,9 @@ pub(crate) struct DeviceShared {
     simulated_loss: AtomicBool,
     pub allocator: ManuallyDrop<Mutex<Allocator>>,
     /// Blocks that small buffers are carved from (lock order: pool, then allocator).
-    pub pool: Mutex<crate::pool::Pool>,
-    /// Per-thread caches of free chunks in front of `pool` (see [`crate::pool::Stash`]).
-    pub stash: crate::pool::Stash,
+    pub pool: Mutex<crate::vk::pool::Pool>,
+    /// Per-thread caches of free chunks in front of `pool` (see [`crate::vk::pool::Stash`]).
+    pub stash: crate::vk::pool::Stash,
     /// Bytes of buffer memory allocated in the device-local heap and in the host heap, against
     /// the heaps' sizes (`budget`); a device without a separate host heap counts both in the
     /// first.
@@ -229,7 +229,7 @@ pub(crate) struct DeviceShared {
     pub live_buffers: AtomicU64,
     pub live_bytes: AtomicU64,
     /// Command pool for the blocking path ([`crate::CommandList::submit_and_wait`]).
-    pub blocking_pool: Mutex<Option<crate::commands::CommandPool>>,
+    pub blocking_pool: Mutex<Option<crate::vk::command_pool::CommandPool>>,
     next_id: AtomicU64,
     pub instance: ManuallyDrop<InstanceShared>,
     /// The features that gate SPIR-V capabilities of users' kernels, as enabled at creation
@@ -238,11 +238,8 @@ pub(crate) struct DeviceShared {
     /// The same for the library's own kernels (with buffer device addresses, when enabled).
     pub internal_features: EnabledFeatures,
     /// `bufferDeviceAddress` is enabled: every pooled block has a device address, and flushes
-    /// may copy with the copy kernel (see [`crate::copies`]).
+    /// may copy with the copy kernel (see [`crate::record::copies`]).
     pub bda: bool,
-    /// The copy kernel, made at its first use (`None`: it could not be made; copies then use
-    /// `vkCmdCopyBuffer`).
-    pub copy_kernel: std::sync::OnceLock<Option<crate::kernel::Kernel>>,
 }
 
 impl Device {
@@ -363,7 +360,7 @@ impl Device {
             (true, true)
                 if has_robustness2
                     && supported_robust2.robust_buffer_access2 == vk::TRUE
-                    && robust2_align <= crate::pool::CHUNK_ALIGN =>
+                    && robust2_align <= crate::vk::pool::CHUNK_ALIGN =>
             {
                 RobustAccess::Robustness2
             }
@@ -412,7 +409,7 @@ impl Device {
         }
         let device_info = device_info.enabled_extension_names(&ext_names);
         let device = {
-            let _serial = crate::instance::lifecycle();
+            let _serial = crate::vk::instance::lifecycle();
             // SAFETY: `device_info` and all it points to live across the call; the features
             // asked for were checked (timeline semaphores by the selector).
             unsafe { instance.create_device(physical, &device_info, None) }
@@ -480,7 +477,7 @@ impl Device {
                 simulated_loss: AtomicBool::new(false),
                 allocator: ManuallyDrop::new(Mutex::new(allocator)),
                 pool: Mutex::default(),
-                stash: crate::pool::Stash::default(),
+                stash: crate::vk::pool::Stash::default(),
                 heap_used: [AtomicU64::new(0), AtomicU64::new(0)],
                 heap_size: [device_local_heap, host_heap.unwrap_or(0)],
                 live_buffers: AtomicU64::new(0),
@@ -491,7 +488,6 @@ impl Device {
                 shader_features,
                 internal_features,
                 bda,
-                copy_kernel: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -559,8 +555,8 @@ impl Device {
     /// Live buffers and their bytes, and what the allocator reserves. After every buffer is
     /// dropped and all work that used them completed, `live_buffers` and `live_bytes` are 0.
     pub fn memory_report(&self) -> MemoryReport {
-        let pooled = self.shared.pool.lock().unwrap_or_else(|p| p.into_inner()).reserved();
-        let alloc = self.shared.allocator.lock().unwrap_or_else(|p| p.into_inner());
+        let pooled = crate::util::lock(&self.shared.pool).reserved();
+        let alloc = crate::util::lock(&self.shared.allocator);
         let report = alloc.generate_report();
         MemoryReport {
             live_buffers: self.shared.live_buffers.load(Ordering::Relaxed) as usize,
@@ -573,8 +569,8 @@ impl Device {
 
     /// Frees the pooled blocks that no live buffer uses; returns the bytes released.
     pub fn trim(&self) -> u64 {
-        let mut pool = self.shared.pool.lock().unwrap_or_else(|p| p.into_inner());
-        let mut alloc = self.shared.allocator.lock().unwrap_or_else(|p| p.into_inner());
+        let mut pool = crate::util::lock(&self.shared.pool);
+        let mut alloc = crate::util::lock(&self.shared.allocator);
         pool.trim(&self.shared, &mut alloc)
     }
 
@@ -759,7 +755,7 @@ impl DeviceShared {
 
     pub(crate) fn submit(&self, command_buffers: &[vk::CommandBuffer]) -> Result<u64> {
         self.check_lost()?;
-        let queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let queue = crate::util::lock(&self.queue);
         let value = self.submitted.load(Ordering::SeqCst) + 1;
         let signal_values = [value];
         let signals = [self.timeline];
@@ -803,14 +799,14 @@ impl Drop for DeviceShared {
                 pool.destroy(&self.device);
             }
             {
-                let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
-                let mut alloc = self.allocator.lock().unwrap_or_else(|p| p.into_inner());
+                let mut pool = crate::util::lock(&self.pool);
+                let mut alloc = crate::util::lock(&self.allocator);
                 pool.destroy_all(self, &mut alloc);
             }
             ManuallyDrop::drop(&mut self.allocator);
             self.device.destroy_semaphore(self.timeline, None);
             {
-                let _serial = crate::instance::lifecycle();
+                let _serial = crate::vk::instance::lifecycle();
                 self.device.destroy_device(None);
             }
             ManuallyDrop::drop(&mut self.instance);
@@ -824,7 +820,7 @@ struct DestroyDevice(Option<ash::Device>);
 impl Drop for DestroyDevice {
     fn drop(&mut self) {
         if let Some(d) = self.0.take() {
-            let _serial = crate::instance::lifecycle();
+            let _serial = crate::vk::instance::lifecycle();
             // SAFETY: only reached when opening failed before any object of `d` escaped.
             unsafe { d.destroy_device(None) };
         }

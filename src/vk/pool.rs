@@ -40,14 +40,35 @@
 //! between the buffer's end and that rounded end belong to the chunk and are zeroed with the
 //! buffer (see [`crate::Buffer::new`]), so they show no earlier data either.
 
-use crate::buffer::MemoryKind;
-use crate::device::DeviceShared;
+use crate::vk::device::DeviceShared;
 use crate::error::{map_alloc, map_oom, Error, Result};
-use crate::hash::IdMap;
+use crate::util::IdMap;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme, Allocator};
+use gpu_allocator::MemoryLocation;
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
+
+/// Where a buffer lives, which decides how the host reaches it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemoryKind {
+    /// Device-local storage: fastest for kernels. Host-visible only on unified-memory devices.
+    Device,
+    /// Host-visible memory written by the host and read by the GPU (staging for uploads).
+    Upload,
+    /// Host-visible, host-cached memory written by the GPU and read by the host (read-backs).
+    Readback,
+}
+
+impl MemoryKind {
+    pub(crate) fn location(self) -> MemoryLocation {
+        match self {
+            MemoryKind::Device => MemoryLocation::GpuOnly,
+            MemoryKind::Upload => MemoryLocation::CpuToGpu,
+            MemoryKind::Readback => MemoryLocation::GpuToCpu,
+        }
+    }
+}
 
 /// Buffers up to this size are carved out of shared blocks.
 pub(crate) const MAX_CARVED: u64 = 4 << 20;
@@ -203,7 +224,7 @@ impl Pool {
         class: u64,
     ) -> Result<Chunk> {
         if self.free.get(&(kind, class)).is_none_or(|l| l.is_empty()) {
-            let mut alloc = allocator.lock().unwrap_or_else(|p| p.into_inner());
+            let mut alloc = crate::util::lock(&allocator);
             let size = class.max(BLOCK_SIZE);
             let block = match Block::new(device, &mut alloc, size, kind) {
                 Err(Error::OutOfDeviceMemory(_)) if self.trim(device, &mut alloc) > 0 => {
@@ -309,7 +330,7 @@ pub(crate) fn take(shared: &DeviceShared, kind: MemoryKind, class: u64) -> Resul
         return Ok(c);
     }
     let (chunk, more) = {
-        let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
+        let mut pool = crate::util::lock(&shared.pool);
         let chunk = pool.alloc(shared, &shared.allocator, kind, class)?;
         let more = if Stash::batches(class) { pool.take_free(kind, class, STASH_REFILL) } else { Vec::new() };
         (chunk, more)
@@ -331,7 +352,7 @@ fn free_all(shared: &DeviceShared, chunks: Vec<(MemoryKind, Chunk)>) {
     if chunks.is_empty() {
         return;
     }
-    let mut pool = shared.pool.lock().unwrap_or_else(|p| p.into_inner());
+    let mut pool = crate::util::lock(&shared.pool);
     for (kind, chunk) in chunks {
         pool.free(kind, chunk);
     }
@@ -361,7 +382,7 @@ impl Stash {
             static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % STASH_SHARDS;
         }
         let i = SHARD.try_with(|s| *s).unwrap_or(0);
-        self.shards[i].lock().unwrap_or_else(|p| p.into_inner())
+        crate::util::lock(&self.shards[i])
     }
 
     /// A stashed free chunk of `kind` and `class`, if this thread's shard has one.
@@ -408,7 +429,7 @@ impl Stash {
     /// lock).
     pub fn drain_into(&self, pool: &mut Pool) {
         for s in &self.shards {
-            for (kind, chunk) in s.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+            for (kind, chunk) in crate::util::lock(&s).drain(..) {
                 pool.free(kind, chunk);
             }
         }

@@ -40,10 +40,10 @@
 //! it is off by default under validation layers older than 1.3.275, which crashed inside
 //! their own code when several devices with device-address buffers recorded at once.
 
-use crate::buffer::{MemoryKind, RawBuffer};
-use crate::device::Device;
+use crate::vk::buffer::{MemoryKind, RawBuffer};
+use crate::vk::device::Device;
 use crate::error::Result;
-use crate::kernel::Kernel;
+use crate::vk::kernel::Kernel;
 use ash::vk;
 use std::sync::Arc;
 
@@ -59,23 +59,27 @@ pub(crate) const MIN_REGIONS: usize = 2;
 /// Bytes per table entry (see the kernel).
 pub(crate) const ENTRY: usize = 32;
 
-/// The copy kernel, made at its first use; `None` where buffer device addresses are off or it
-/// could not be made.
-pub(crate) fn kernel(device: &Device) -> Option<&Kernel> {
-    if !device.shared.bda {
-        return None;
+/// A queue's copy kernel, made at its first use. The queue holds it, not the device: the kernel
+/// holds its device, so a device holding its own copy kernel would never be dropped.
+#[derive(Debug, Default)]
+pub(crate) struct CopyKernel(std::sync::OnceLock<Option<Kernel>>);
+
+impl CopyKernel {
+    /// The kernel; `None` where buffer device addresses are off or it could not be made.
+    pub fn get(&self, device: &Device) -> Option<&Kernel> {
+        if !device.compute_copies() {
+            return None;
+        }
+        self.0
+            .get_or_init(|| match Kernel::internal(device, &internal::COPY_REGIONS) {
+                Ok(k) => Some(k),
+                Err(e) => {
+                    log::warn!("vkasync: the copy kernel could not be made ({e}); copies use vkCmdCopyBuffer");
+                    None
+                }
+            })
+            .as_ref()
     }
-    device
-        .shared
-        .copy_kernel
-        .get_or_init(|| match Kernel::internal(device, &internal::COPY_REGIONS) {
-            Ok(k) => Some(k),
-            Err(e) => {
-                log::warn!("vkasync: the copy kernel could not be made ({e}); copies use vkCmdCopyBuffer");
-                None
-            }
-        })
-        .as_ref()
 }
 
 /// Whether the kernel may copy region `r` between buffers whose device addresses (at offset 0)

@@ -1,8 +1,18 @@
-//! A fast hasher for small integer-like keys (buffer ids, Vulkan handles) in per-flush maps,
+//! Small helpers every layer uses: poison-tolerant locking and a fast hasher.
+//!
+//! The hasher: a fast hasher for small integer-like keys (buffer ids, Vulkan handles) in per-flush maps,
 //! where the standard SipHash would cost more than the work being tracked. Not for keys an
 //! attacker chooses.
 
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::{Mutex, MutexGuard};
+
+/// Locks a mutex, going on with the data if another thread panicked while holding it (every
+/// structure locked here stays consistent across a panic: none is left half-updated by code that
+/// can unwind).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Multiply-rotate hashing of whole words (the FxHash scheme).
 #[derive(Default, Clone, Copy)]

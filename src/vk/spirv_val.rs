@@ -2,7 +2,7 @@
 //! driver sees them.
 //!
 //! # Why
-//! [`crate::spirv::reflect`] reads only the instructions vkasync needs. Drivers and the validation
+//! [`crate::vk::spirv::reflect`] reads only the instructions vkasync needs. Drivers and the validation
 //! layer assume valid SPIR-V: `kernels::MIX` with one `OpFunction` turned into
 //! `OpFunctionParameter` segfaults in lavapipe's `vkCreateComputePipelines`, and without its final
 //! `OpFunctionEnd` it segfaults in the validation layer (and is accepted without it). So every
@@ -26,7 +26,7 @@
 //!   the "basic" guarantee), so each call creates and destroys its own context; that costs far less
 //!   than the validation itself (see README, "What works", for the measured cost).
 //! - The validator does not know the device: capabilities, extensions and the workgroup size are
-//!   checked against the device in [`crate::spirv_caps`].
+//!   checked against the device in [`crate::vk::spirv_caps`].
 //! - Build-time kernels (`crate::kernels`) are validated by `build.rs` with the same library, so
 //!   [`crate::Kernel::new`] does not validate them again.
 

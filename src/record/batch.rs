@@ -67,12 +67,10 @@
 //! # Ok::<(), vkasync::Error>(())
 //! ```
 
-use crate::buffer::{Buffer, RawBuffer};
-use crate::commands::{Readback, Recorder, Recording};
-use crate::device::Device;
+use crate::vk::buffer::RawBuffer;
+use crate::record::recording::Recording;
 use crate::error::{Error, Result};
-use crate::kernel::{Arg, Kernel};
-use bytemuck::Pod;
+use crate::vk::kernel::{Arg, Kernel};
 use std::any::Any;
 use std::sync::Arc;
 
@@ -95,7 +93,7 @@ pub trait BatchKind: Send + Sync + 'static {
 /// Records a batch's commands into the flush being encoded. It offers the recording vocabulary
 /// of a task ([`Recorder`]).
 pub struct Encoder<'a> {
-    rec: &'a mut Recording,
+    pub(super) rec: &'a mut Recording,
 }
 
 impl std::fmt::Debug for Encoder<'_> {
@@ -131,38 +129,6 @@ impl Encoder<'_> {
     /// Records a dispatch (checked like [`crate::CommandList::dispatch`]).
     pub fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], args: &[Arg], push: &[u8]) -> Result<()> {
         self.rec.dispatch(kernel, groups, args, push)
-    }
-}
-
-impl Recorder for Encoder<'_> {
-    fn device(&self) -> &Device {
-        &self.rec.device
-    }
-    fn upload_at<T: Pod>(&mut self, dst: &Buffer<T>, offset: usize, data: &[T]) -> Result<()> {
-        self.rec.upload(dst, offset, data)
-    }
-    fn copy_region<T: Pod>(
-        &mut self,
-        src: &Buffer<T>,
-        src_offset: usize,
-        dst: &Buffer<T>,
-        dst_offset: usize,
-        len: usize,
-    ) -> Result<()> {
-        self.rec.copy_region(src, src_offset, dst, dst_offset, len)
-    }
-    fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], args: &[Arg], push: &[u8]) -> Result<()> {
-        self.rec.dispatch(kernel, groups, args, push)
-    }
-    fn read_back<T: Pod>(&mut self, src: &Buffer<T>) -> Result<Readback<T>> {
-        self.rec.read_back(src)
-    }
-    fn write_timestamp(&mut self, ts: &crate::Timestamps, index: u32) -> Result<()> {
-        self.rec.write_timestamp(ts, index)
-    }
-    /// Always [`Error::InvalidArgument`]: a batch cannot add items to the flush it is encoded in.
-    fn batch<K: BatchKind>(&mut self, _kind: &Arc<K>, _item: K::Item) -> Result<()> {
-        Err(Error::InvalidArgument("a batch kind's encode cannot add batch items to its own flush".into()))
     }
 }
 

@@ -1,0 +1,361 @@
+//! Writes a planned recording into a Vulkan command buffer (see [`super`] for the protocol and
+//! [`super::plan`] for the planning): the opening barrier, the clear phase, each phase's
+//! dispatches, timestamps and grouped copies (through the copy kernel where it pays, see
+//! [`super::copies`]), a barrier between phases, and the closing barrier to host reads.
+//!
+//! The trace observes through one hook, [`GpuSpans`] (timestamps around commands), present
+//! only when the queue is traced or times its contexts.
+
+use crate::record::copies;
+use crate::record::plan::{self, Access, CopyGroups, Fill};
+use crate::record::recording::{Op, Recording};
+use crate::trace::{Command, GpuSpans, SpanSource, TaskClock};
+use crate::vk::buffer::{Claim, RawBuffer};
+use crate::vk::kernel::{Kernel, RawKernel};
+use crate::vk::spirv::BindingKind;
+use ash::vk;
+use smallvec::SmallVec;
+use std::sync::Arc;
+
+/// Counts from encoding one recording.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EncodeStats {
+    pub barriers: u64,
+    pub phases: u64,
+    pub dispatches: u64,
+    /// Dispatches of the copy kernel (see [`crate::record::copies`]).
+    pub copy_dispatches: u64,
+}
+
+const SHADER_OR_TRANSFER: vk::PipelineStageFlags = vk::PipelineStageFlags::from_raw(
+    vk::PipelineStageFlags::COMPUTE_SHADER.as_raw() | vk::PipelineStageFlags::TRANSFER.as_raw(),
+);
+
+fn writes() -> vk::AccessFlags {
+    vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE
+}
+
+fn reads_and_writes() -> vk::AccessFlags {
+    vk::AccessFlags::SHADER_READ
+        | vk::AccessFlags::UNIFORM_READ
+        | vk::AccessFlags::SHADER_WRITE
+        | vk::AccessFlags::TRANSFER_READ
+        | vk::AccessFlags::TRANSFER_WRITE
+}
+
+impl Access for Op {
+    type Buffer = Arc<RawBuffer>;
+    fn is_fence(&self) -> bool {
+        matches!(self, Op::Timestamp { .. })
+    }
+    fn for_each_access(&self, mut f: impl FnMut(&Arc<RawBuffer>, u64, bool)) {
+        self.for_each_buffer(|b, write| f(b, b.id, write));
+    }
+}
+
+/// Whether `op` overwrites all of `b` that a clear would cover (so `b` needs no clear when this
+/// op is its first use).
+fn overwrites_all(op: &Op, b: &RawBuffer) -> bool {
+    match op {
+        Op::Copy { dst, regions, .. } => {
+            std::ptr::eq(&**dst, b) && regions.iter().any(|r| r.dst_offset == b.offset && r.size >= b.clear_len)
+        }
+        _ => false,
+    }
+}
+
+/// The state of one command buffer being written.
+struct Writer<'a> {
+    d: &'a ash::Device,
+    cmd: vk::CommandBuffer,
+    stats: EncodeStats,
+    spans: Option<GpuSpans>,
+    /// With GPU spans and owners: each op's owner (index in the recording's owners, `u32::MAX`
+    /// for none).
+    by_op: Vec<u32>,
+    bound: Option<vk::Pipeline>,
+    /// Push constants stay set across dispatches with compatible layouts: repeats are skipped.
+    pushed: Option<(vk::PipelineLayout, &'a [u8])>,
+}
+
+impl<'a> Writer<'a> {
+    fn owner(&self, i: usize) -> Option<u32> {
+        self.by_op.get(i).copied().filter(|&o| o != u32::MAX)
+    }
+
+    fn barrier(&mut self, src: (vk::PipelineStageFlags, vk::AccessFlags), dst: (vk::PipelineStageFlags, vk::AccessFlags)) {
+        let mb = [vk::MemoryBarrier::default().src_access_mask(src.1).dst_access_mask(dst.1)];
+        // SAFETY: `cmd` is recording; the barrier has no handles.
+        unsafe { self.d.cmd_pipeline_barrier(self.cmd, src.0, dst.0, vk::DependencyFlags::empty(), &mb, &[], &[]) };
+        self.stats.barriers += 1;
+    }
+
+    /// The clear phase: fresh buffers zeroed, neighbouring chunks of one block by one fill.
+    fn clears(&mut self, fills: &mut [Arc<RawBuffer>]) {
+        fills.sort_unstable_by_key(|b| (vk::Handle::as_raw(b.buffer), b.offset));
+        let planned: SmallVec<[Fill<vk::Buffer>; 4]> = fills
+            .iter()
+            .map(|b| Fill { buffer: b.buffer, offset: b.offset, len: b.clear_len, to_chunk_end: b.clear_len == b.chunk_class() })
+            .collect();
+        for (buffer, offset, len) in plan::clear_runs(&planned) {
+            // SAFETY: the buffer is live (held by an op or a host read of this recording);
+            // offset and length are multiples of 4 inside the chunks being cleared (`clear_len`
+            // fits in its chunk; chunk offsets are multiples of 256), and the buffer was created
+            // with TRANSFER_DST.
+            unsafe { self.d.cmd_fill_buffer(self.cmd, buffer, offset, len, 0) };
+        }
+        if let Some(sp) = &mut self.spans {
+            sp.command(self.cmd, Command::Clear, || 0.0, None);
+            sp.end_group(self.cmd);
+        }
+    }
+
+    fn dispatch(&mut self, device: &crate::Device, i: usize, kernel: &'a Arc<RawKernel>, groups: [u32; 3], op: &'a Op) {
+        let Op::Dispatch { args, push, .. } = op else { return };
+        let (d, cmd) = (self.d, self.cmd);
+        if self.bound != Some(kernel.pipeline) {
+            // SAFETY: the pipeline is live (held by the op).
+            unsafe { d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, kernel.pipeline) };
+            self.bound = Some(kernel.pipeline);
+        }
+        let infos: SmallVec<[vk::DescriptorBufferInfo; 4]> = args
+            .iter()
+            .map(|a| vk::DescriptorBufferInfo { buffer: a.buffer.buffer, offset: a.buffer.offset, range: a.buffer.size })
+            .collect();
+        let writes: SmallVec<[vk::WriteDescriptorSet; 4]> = kernel
+            .reflection
+            .bindings
+            .iter()
+            .zip(&infos)
+            .map(|(b, info)| {
+                vk::WriteDescriptorSet::default()
+                    .dst_binding(b.binding)
+                    .descriptor_type(match b.kind {
+                        BindingKind::Storage => vk::DescriptorType::STORAGE_BUFFER,
+                        BindingKind::Uniform => vk::DescriptorType::UNIFORM_BUFFER,
+                    })
+                    .buffer_info(std::slice::from_ref(info))
+            })
+            .collect();
+        // SAFETY: the layout matches the kernel's reflection; bindings, push size and group
+        // counts were checked against the kernel and the device at record time; the buffers are
+        // live (held by the op).
+        unsafe {
+            if !writes.is_empty() {
+                device.ash_push_descriptor().cmd_push_descriptor_set(cmd, vk::PipelineBindPoint::COMPUTE, kernel.layout, 0, &writes);
+            }
+            if !push.is_empty() && self.pushed != Some((kernel.layout, &push[..])) {
+                d.cmd_push_constants(cmd, kernel.layout, vk::ShaderStageFlags::COMPUTE, 0, push);
+                self.pushed = Some((kernel.layout, &push[..]));
+            }
+            d.cmd_dispatch(cmd, groups[0], groups[1], groups[2]);
+        }
+        self.stats.dispatches += 1;
+        let owner = self.owner(i);
+        if let Some(sp) = &mut self.spans {
+            let what = Command::Dispatch(i as u32, Arc::as_ptr(kernel) as usize);
+            sp.command(cmd, what, || crate::trace::dispatch_weight(kernel, groups), owner.map(|o| (o, 1)));
+        }
+    }
+
+    /// The phase's copy groups that qualify go to dispatches of the copy kernel over one table
+    /// of regions, when enough do (see [`crate::record::copies`]). Returns which groups it took
+    /// (empty: none).
+    fn kernel_copies(
+        &mut self,
+        rec_device: &crate::Device,
+        ck: &Kernel,
+        groups: &CopyGroups<vk::Buffer>,
+        regions: &mut Vec<copies::Region>,
+        held: &mut Vec<Arc<RawBuffer>>,
+    ) -> SmallVec<[bool; 8]> {
+        let Some(by_kernel) = groups.for_kernel(copies::MIN_REGIONS, copies::qualifies, regions) else {
+            return SmallVec::new();
+        };
+        let Ok((table, address)) = copies::table(rec_device, regions) else { return SmallVec::new() };
+        let (d, cmd, raw) = (self.d, self.cmd, &ck.raw);
+        // SAFETY: the pipeline is live (the queue holds the kernel).
+        unsafe { d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, raw.pipeline) };
+        // One workgroup per region: more regions than the device's workgroup count allows go in
+        // several dispatches over parts of the table.
+        let per = rec_device.limits().max_compute_work_group_count[0].max(1) as usize;
+        for first in (0..regions.len()).step_by(per) {
+            let count = (regions.len() - first).min(per) as u32;
+            let at = address + (first * copies::ENTRY) as u64;
+            let push = copies::push_constants(at, count);
+            // SAFETY: the layout is the kernel's; the table is live (held by this recording
+            // until its submission completed) and lists only regions checked against their
+            // buffers when recorded, which this phase writes disjointly and which the ops hold
+            // alive (see `crate::record::copies`); `at` and `count` stay inside the table; the
+            // push block is the kernel's 12 bytes; `count` is within the device's workgroup
+            // count.
+            unsafe {
+                d.cmd_push_constants(cmd, raw.layout, vk::ShaderStageFlags::COMPUTE, 0, &push);
+                d.cmd_dispatch(cmd, count, 1, 1);
+            }
+            self.stats.copy_dispatches += 1;
+        }
+        self.bound = Some(raw.pipeline);
+        self.pushed = None;
+        held.push(table);
+        if self.spans.is_some() {
+            let bytes: u64 = regions.iter().map(|r| r.2).sum();
+            let owners: Vec<(u32, u64)> = groups
+                .groups
+                .iter()
+                .zip(&by_kernel)
+                .filter(|(_, &k)| k)
+                .flat_map(|(g, _)| g.ops.iter())
+                .filter_map(|&(i, b)| self.owner(i).map(|o| (o, b)))
+                .collect();
+            let what = Command::Copy(bytes, regions.len() as u32);
+            if let Some(sp) = &mut self.spans {
+                sp.command(cmd, what, || crate::trace::copy_weight(bytes), owners);
+            }
+        }
+        by_kernel
+    }
+
+    /// The phase's other copy groups, one `vkCmdCopyBuffer` each.
+    fn buffer_copies(&mut self, groups: &CopyGroups<vk::Buffer>, by_kernel: &[bool]) {
+        for (slot, g) in groups.groups.iter().enumerate() {
+            if by_kernel.get(slot).copied().unwrap_or(false) {
+                continue;
+            }
+            let (src, dst) = g.key;
+            // Within one `VkBuffer` (two chunks of one pooled block), one region per command:
+            // the copy is valid with any number of disjoint regions, but validation layers
+            // before 1.3.239 (Ubuntu 22.04's 1.3.204) compare the regions' bounding ranges and
+            // report an overlap that is not there.
+            let per: &mut dyn Iterator<Item = &[vk::BufferCopy]> =
+                if src == dst { &mut g.regions.chunks(1) } else { &mut std::iter::once(&g.regions[..]) };
+            for part in per {
+                // SAFETY: both buffers are live (the ops hold them); every region was checked
+                // against its buffer's range when recorded, and regions within one phase touch
+                // disjoint destination ranges (a conflict would have put them in later phases).
+                unsafe { self.d.cmd_copy_buffer(self.cmd, src, dst, part) };
+            }
+            if self.spans.is_some() {
+                let bytes: u64 = g.regions.iter().map(|r| r.size).sum();
+                let owners: SmallVec<[(u32, u64); 4]> =
+                    g.ops.iter().filter_map(|&(i, b)| self.owner(i).map(|o| (o, b))).collect();
+                let what = Command::Copy(bytes, g.regions.len() as u32);
+                if let Some(sp) = &mut self.spans {
+                    sp.command(self.cmd, what, || crate::trace::copy_weight(bytes), owners);
+                }
+            }
+        }
+    }
+}
+
+impl Recording {
+    /// The first uses of fresh buffers: which need a fill (those not overwritten whole by their
+    /// first op), and which this recording took the clear of (see "Clearing new buffers").
+    fn plan(&mut self, fills: &mut SmallVec<[Arc<RawBuffer>; 4]>) -> plan::Phases {
+        let cleared = &mut self.cleared;
+        let mut phases = plan::assign(&self.ops, |op, b| {
+            let claim = b.claim_clear();
+            if claim != Claim::None && !overwrites_all(op, b) {
+                fills.push(b.clone());
+            }
+            if claim == Claim::Took {
+                cleared.push(b.clone());
+            }
+        });
+        for b in &self.host_reads {
+            if !phases.first_use(b.id) {
+                continue; // an op, or an earlier host read, of this recording used it first
+            }
+            match b.claim_clear() {
+                Claim::None => {}
+                Claim::Took => {
+                    fills.push(b.clone());
+                    cleared.push(b.clone());
+                }
+                Claim::AlsoClear => fills.push(b.clone()),
+            }
+        }
+        phases
+    }
+
+    /// Writes the ops into `cmd` (in the recording state) phase by phase (see the module docs
+    /// of [`super`]). Within a phase, copies between the same two `VkBuffer`s (e.g. many jobs'
+    /// uploads from one pooled staging block into one pooled device block) become one command
+    /// with many regions, or one dispatch of `copy_kernel` for all qualifying groups.
+    pub fn encode(&mut self, cmd: vk::CommandBuffer, copy_kernel: Option<&Kernel>) -> EncodeStats {
+        self.encode_batches();
+        let mut fills = SmallVec::new();
+        let phases = self.plan(&mut fills);
+        let spans = self.spans.take();
+        // Without per-context time (a trace alone) there are no owners.
+        let by_op = if spans.is_some() && !self.owners.is_empty() { self.op_owners() } else { Vec::new() };
+        let device = self.device.clone();
+        let mut w = Writer { d: device.raw(), cmd, stats: EncodeStats::default(), spans, by_op, bound: None, pushed: None };
+        if let Some(sp) = &mut w.spans {
+            sp.start(cmd, phases.count, self.ops.len() as u32, !w.by_op.is_empty());
+        }
+        let any_phase = (SHADER_OR_TRANSFER, writes());
+        let any_access = (SHADER_OR_TRANSFER, reads_and_writes());
+        // Memory may have been used by an earlier submission (pooled chunks are reused, and a
+        // buffer may be used again): order this submission's accesses after it.
+        if (!self.ops.is_empty() || !fills.is_empty()) && device.last_submitted() > 0 {
+            w.barrier(any_phase, any_access);
+        }
+        if !fills.is_empty() {
+            w.clears(&mut fills);
+            if !self.ops.is_empty() {
+                w.barrier((vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE), any_access);
+            }
+        }
+        let mut groups = CopyGroups::<vk::Buffer>::default();
+        let mut regions: Vec<copies::Region> = Vec::new();
+        let ops = &self.ops;
+        for (n, run) in phases.runs().enumerate() {
+            if n > 0 {
+                w.barrier(any_phase, any_access);
+            }
+            groups.clear();
+            for &i in run {
+                match &ops[i] {
+                    Op::Copy { src, dst, regions } => {
+                        let bases = || (src.base_address(), dst.base_address());
+                        groups.add(i, (src.buffer, dst.buffer), bases, regions, w.spans.is_some());
+                    }
+                    op @ Op::Dispatch { kernel, groups: g, .. } => w.dispatch(&device, i, kernel, *g, op),
+                    Op::Timestamp { pool, index } => {
+                        // SAFETY: the pool is live (held by the op), was reset on the host, and
+                        // the index was checked when recorded.
+                        unsafe { w.d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool.pool, *index) };
+                    }
+                }
+            }
+            let by_kernel = match copy_kernel {
+                Some(ck) => w.kernel_copies(&device, ck, &groups, &mut regions, &mut self.held),
+                None => SmallVec::new(),
+            };
+            w.buffer_copies(&groups, &by_kernel);
+            if let Some(sp) = &mut w.spans {
+                sp.end_group(cmd);
+            }
+        }
+        w.stats.phases = u64::from(phases.count);
+        if self.host_read {
+            w.barrier(any_phase, (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ));
+        }
+        self.spans = w.spans.take();
+        w.stats
+    }
+}
+
+impl SpanSource for Recording {
+    fn owners(&self) -> &[(u32, u32, Arc<TaskClock>)] {
+        &self.owners
+    }
+
+    fn kernel(&self, op: u32) -> Option<&Arc<RawKernel>> {
+        match self.ops.get(op as usize) {
+            Some(Op::Dispatch { kernel, .. }) => Some(kernel),
+            _ => None,
+        }
+    }
+}
