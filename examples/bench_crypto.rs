@@ -32,32 +32,25 @@
 //! `cargo run --release --example bench_crypto -- [--scale F] [--reps R] [--e2e-reps R]
 //! [--cpu-reps R] [--warmup W] [--no-robust] [--out DIR]`
 
-use aes::cipher::{KeyIvInit, StreamCipher};
-use sha2::Digest;
+#[path = "bench_crypto/host.rs"]
+mod host;
+#[path = "bench_crypto/kernel.rs"]
+mod kernel;
+// The helpers shared with the other benchmark programs, in `examples/support/`.
+#[path = "support"]
+mod support {
+    pub mod args;
+}
+
 use std::time::Instant;
-use vkasync::crypto::{
-    ctr_add, pack_le_words, unpack_le_words, AesKey, AesKeyBuffer, Crypto, DeviceMessages, MessageBatch,
-};
-use vkasync::{Buffer, CommandList, Device, Error, MemoryKind, Recorder, Timestamps};
+use support::args::{arg, flag, num};
+use vkasync::crypto::{AesKey, Crypto};
+use vkasync::{Device, Error};
 
 const MIB: usize = 1024 * 1024;
 const IV: [u8; 16] = [0xf0, 0xf1, 0xf2, 0xf3, 0xf4, 0xf5, 0xf6, 0xf7, 0xf8, 0xf9, 0xfa, 0xfb, 0xff, 0xff, 0xf0, 0x00];
 const KEY128: [u8; 16] = *b"vkasync bench k1";
 const KEY256: [u8; 32] = *b"vkasync benchmark key, 256 bits!";
-
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
-}
-
-fn num<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
-    match arg(args, name) {
-        None => default,
-        Some(v) => v.parse().unwrap_or_else(|_| {
-            eprintln!("{name}: cannot parse {v:?}");
-            std::process::exit(2)
-        }),
-    }
-}
 
 /// Deterministic pseudo-random bytes (splitmix64).
 fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
@@ -72,14 +65,6 @@ fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
     }
     out.truncate(len);
     out
-}
-
-fn cpu_ctr(key: &[u8], data: &mut [u8]) {
-    match key.len() {
-        16 => ctr::Ctr128BE::<aes::Aes128>::new(key.into(), &IV.into()).apply_keystream(data),
-        32 => ctr::Ctr128BE::<aes::Aes256>::new(key.into(), &IV.into()).apply_keystream(data),
-        n => panic!("no AES-{} here", n * 8),
-    }
 }
 
 fn fail(what: &str) -> ! {
@@ -128,95 +113,16 @@ impl Messages {
     }
 }
 
-/// What a kernel case runs.
-enum Job {
-    /// AES-CTR under key 0 (AES-128) or 1 (AES-256) over every data buffer.
-    Aes(usize),
-    /// SHA-256 of message set `i`.
-    Sha(usize),
-}
-
-struct KernelCase {
-    row: Row,
-    crypto: Crypto,
-    job: Job,
-}
-
-/// The device-side data of the kernel cases.
-struct OnDevice {
-    /// AES data split into buffers one dispatch can bind: (buffer, bytes, first block).
-    aes: Vec<(Buffer<u32>, usize, u64)>,
-    keys: [AesKeyBuffer; 2],
-    /// Per message set: its batches (each within one binding) and their digest buffers.
-    sha: Vec<Vec<(DeviceMessages, Buffer<[u32; 8]>)>>,
-}
-
-fn record(case: &KernelCase, dev: &OnDevice, cmds: &mut CommandList) -> Result<(), Error> {
-    match case.job {
-        Job::Aes(k) => {
-            for (buf, len, first) in &dev.aes {
-                case.crypto.record_aes_ctr(cmds, &dev.keys[k], &ctr_add(&IV, *first), buf, *len)?;
-            }
-        }
-        Job::Sha(i) => {
-            for (batch, digests) in &dev.sha[i] {
-                case.crypto.record_sha256(cmds, &batch.bytes, &batch.index, digests)?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Runs a case once on fresh inputs and checks its output.
-fn verify(case: &KernelCase, dev: &OnDevice, plain: &[u8], cipher: &[Vec<u8>; 2], digests: &[Vec<[u8; 32]>]) {
-    let run = || -> Result<bool, Error> {
-        let mut cmds = CommandList::new(case.crypto.device());
-        match case.job {
-            Job::Aes(k) => {
-                for (buf, len, first) in &dev.aes {
-                    let start = (*first * 16) as usize;
-                    cmds.upload(buf, &pack_le_words(&plain[start..start + len], 16))?;
-                }
-                record(case, dev, &mut cmds)?;
-                let mut rbs = Vec::new();
-                for (buf, len, first) in &dev.aes {
-                    rbs.push((cmds.read_back(buf)?, (*first * 16) as usize, *len));
-                }
-                cmds.submit_and_wait()?;
-                for (rb, start, len) in rbs {
-                    if unpack_le_words(&rb.into_vec()?, len) != cipher[k][start..start + len] {
-                        return Ok(false);
-                    }
-                }
-                Ok(true)
-            }
-            Job::Sha(i) => {
-                for (_, d) in &dev.sha[i] {
-                    cmds.upload(d, &vec![[0u32; 8]; d.len()])?;
-                }
-                record(case, dev, &mut cmds)?;
-                let rbs: Result<Vec<_>, Error> = dev.sha[i].iter().map(|(_, d)| cmds.read_back(d)).collect();
-                let rbs = rbs?;
-                cmds.submit_and_wait()?;
-                let mut got = Vec::new();
-                for rb in rbs {
-                    got.extend(rb.into_vec()?.iter().map(|d| vkasync::crypto::digest_bytes(d)));
-                }
-                Ok(got == digests[i])
-            }
-        }
-    };
-    match run() {
-        Ok(true) => {}
-        Ok(false) => fail(&format!("{}: the GPU result differs from RustCrypto", case.row.what)),
-        Err(e) => fail(&format!("{}: {e}", case.row.what)),
-    }
-}
-
-/// Splits `n` messages of `size` bytes into batches whose bytes and digests each fit in `limit`.
-fn batch_ranges(n: usize, size: usize, limit: usize) -> Vec<std::ops::Range<usize>> {
-    let per = (limit / size.max(32)).max(1);
-    (0..n.div_ceil(per)).map(|k| k * per..((k + 1) * per).min(n)).collect()
+/// The inputs and their RustCrypto results, made before any GPU timing.
+pub struct Inputs {
+    /// The AES plaintext.
+    plain: Vec<u8>,
+    /// The SHA-256 message sets.
+    sets: [Messages; 2],
+    /// `plain` under AES-128-CTR and AES-256-CTR.
+    cipher: [Vec<u8>; 2],
+    /// Every message set's digests.
+    digests: Vec<Vec<[u8; 32]>>,
 }
 
 fn main() -> Result<(), Error> {
@@ -233,7 +139,7 @@ fn main() -> Result<(), Error> {
     let n_big = ((10_000.0 * scale) as usize).max(1);
 
     let mut builder = Device::builder();
-    if args.iter().any(|a| a == "--no-robust") {
+    if flag(&args, "--no-robust") {
         builder = builder.robust_buffer_access(false);
     }
     let device = builder.build()?;
@@ -256,99 +162,30 @@ fn main() -> Result<(), Error> {
     );
     println!("reps: kernel {reps} (after {warmup} warm-up), end-to-end {e2e_reps} (after 1), cpu {cpu_reps}");
 
-    // ------------------------------------------------------------------ inputs, CPU reference
     let plain = random_bytes(aes_bytes, 1);
     let sets = [
         Messages { name: "sha256/64B", bytes: random_bytes(n_small * 64, 2), size: 64 },
         Messages { name: "sha256/16KiB", bytes: random_bytes(n_big * 16384, 3), size: 16384 },
     ];
-    let mut rows = Vec::new();
-    let mut cipher: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
-    for (k, key) in [&KEY128[..], &KEY256[..]].into_iter().enumerate() {
-        let mut row = Row::new(format!("aes-{}-ctr", key.len() * 8), "cpu-1-core", aes_bytes);
-        for _ in 0..cpu_reps.max(1) {
-            let mut data = plain.clone();
-            let t = Instant::now();
-            cpu_ctr(key, &mut data);
-            row.gbps.push(aes_bytes as f64 / t.elapsed().as_nanos() as f64);
-            cipher[k] = data;
-        }
-        rows.push(row);
-    }
-    let mut digests: Vec<Vec<[u8; 32]>> = Vec::new();
-    for set in &sets {
-        let mut row = Row::new(set.name, "cpu-1-core", set.bytes.len());
-        let list = set.list();
-        let mut out = Vec::new();
-        for _ in 0..cpu_reps.max(1) {
-            let t = Instant::now();
-            out = list.iter().map(|m| <[u8; 32]>::from(sha2::Sha256::digest(m))).collect();
-            row.gbps.push(set.bytes.len() as f64 / t.elapsed().as_nanos() as f64);
-        }
-        digests.push(out);
-        rows.push(row);
-    }
-
-    // ------------------------------------------------------------------ kernel only
+    // The rows in this order: one host core (making the reference results), kernel only, end to
+    // end, async (coalesced path), every host core.
+    let (mut rows, inp) = host::reference(plain, sets, cpu_reps);
     let limit = limits.max_storage_buffer_range.min(limits.max_buffer_size) as usize / 16 * 16;
-    let mut cmds = CommandList::new(&device);
-    let mut aes = Vec::new();
-    let mut start = 0;
-    while start < aes_bytes {
-        let len = limit.min(aes_bytes - start);
-        aes.push((Buffer::<u32>::new(&device, len.div_ceil(16) * 4, MemoryKind::Device)?, len, (start / 16) as u64));
-        start += len;
-    }
-    let keys = [AesKey::new(&KEY128)?.upload(&mut cmds)?, AesKey::new(&KEY256)?.upload(&mut cmds)?];
-    let mut sha = Vec::new();
-    for set in &sets {
-        let list = set.list();
-        let mut batches = Vec::new();
-        for r in batch_ranges(list.len(), set.size, limit) {
-            let on_device = MessageBatch::new(&list[r.clone()])?.upload(&mut cmds)?;
-            batches.push((on_device, Buffer::<[u32; 8]>::new(&device, r.len(), MemoryKind::Device)?));
-        }
-        sha.push(batches);
-    }
-    cmds.submit_and_wait()?;
-    let dev = OnDevice { aes, keys, sha };
+    rows.extend(kernel::rows(&device, &crypto, &inp, limit, reps, warmup)?);
+    let lists: Vec<Vec<&[u8]>> = inp.sets.iter().map(Messages::list).collect();
+    rows.extend(end_to_end(&crypto, &inp, &lists, e2e_reps)?);
+    let (asy, mut buf) = async_rows(&device, &crypto, &inp, &lists, e2e_reps)?;
+    rows.extend(asy);
+    rows.extend(host::all_cores(&inp, &lists, &mut buf, cpu_reps));
+    report(&rows, &name, out_dir);
+    Ok(())
+}
 
-    let mut cases = vec![
-        KernelCase { row: Row::new("aes-128-ctr", "kernel", aes_bytes), crypto: crypto.clone(), job: Job::Aes(0) },
-        KernelCase { row: Row::new("aes-256-ctr", "kernel", aes_bytes), crypto: crypto.clone(), job: Job::Aes(1) },
-    ];
-    for (i, set) in sets.iter().enumerate() {
-        cases.push(KernelCase {
-            row: Row::new(set.name, "kernel", set.bytes.len()),
-            crypto: crypto.clone(),
-            job: Job::Sha(i),
-        });
-    }
-    for case in &cases {
-        verify(case, &dev, &plain, &cipher, &digests);
-    }
-    let ts = Timestamps::new(&device, 2)?;
-    for round in 0..warmup + reps {
-        let n = cases.len();
-        for j in 0..n {
-            let case = &mut cases[(j + round) % n];
-            let mut cmds = CommandList::new(&device);
-            cmds.write_timestamp(&ts, 0)?;
-            record(case, &dev, &mut cmds)?;
-            cmds.write_timestamp(&ts, 1)?;
-            cmds.submit_and_wait()?;
-            let ns = ts.elapsed_ns(0, 1)?;
-            ts.reset();
-            if round >= warmup {
-                case.row.gbps.push(case.row.bytes as f64 / ns);
-            }
-        }
-    }
-    drop(dev);
-    rows.extend(cases.into_iter().map(|c| c.row));
-
-    // ------------------------------------------------------------------ end to end
-    let lists: Vec<Vec<&[u8]>> = sets.iter().map(Messages::list).collect();
+/// The `end-to-end` rows: the blocking helpers, host memory to host memory; one untimed round,
+/// then `e2e_reps` timed, the order rotating; every result checked.
+fn end_to_end(crypto: &Crypto, inp: &Inputs, lists: &[Vec<&[u8]>], e2e_reps: usize) -> Result<Vec<Row>, Error> {
+    let (plain, sets, cipher, digests) = (&inp.plain, &inp.sets, &inp.cipher, &inp.digests);
+    let aes_bytes = plain.len();
     let mut e2e = vec![
         Row::new("aes-128-ctr", "end-to-end", aes_bytes),
         Row::new("aes-256-ctr", "end-to-end", aes_bytes),
@@ -362,7 +199,7 @@ fn main() -> Result<(), Error> {
             let (ok, dt) = match i {
                 0 | 1 => {
                     let key = if i == 0 { &KEY128[..] } else { &KEY256[..] };
-                    let out = crypto.aes_ctr_blocking(key, &IV, &plain)?;
+                    let out = crypto.aes_ctr_blocking(key, &IV, plain)?;
                     let dt = t.elapsed();
                     (out == cipher[i], dt)
                 }
@@ -381,10 +218,22 @@ fn main() -> Result<(), Error> {
             }
         }
     }
-    rows.extend(e2e);
+    Ok(e2e)
+}
 
-    // ------------------------------------------------------------------ async (coalesced path)
-    let exec = vkasync::Executor::new(&device)?;
+/// The `async` and `copy-ceiling` rows: the async calls on an executor (the coalesced path); one
+/// untimed round, then `e2e_reps` timed, the order rotating; every result checked. Returns the
+/// rows and the AES buffer.
+fn async_rows(
+    device: &Device,
+    crypto: &Crypto,
+    inp: &Inputs,
+    lists: &[Vec<&[u8]>],
+    e2e_reps: usize,
+) -> Result<(Vec<Row>, Vec<u8>), Error> {
+    let (plain, sets, cipher, digests) = (&inp.plain, &inp.sets, &inp.cipher, &inp.digests);
+    let aes_bytes = plain.len();
+    let exec = vkasync::Executor::new(device)?;
     let mut asy = vec![
         Row::new("aes-128-ctr", "async", aes_bytes),
         Row::new("aes-256-ctr", "async", aes_bytes),
@@ -400,7 +249,7 @@ fn main() -> Result<(), Error> {
     for round in 0..1 + e2e_reps {
         for j in 0..asy.len() {
             let i = (j + round) % asy.len();
-            buf.copy_from_slice(&plain);
+            buf.copy_from_slice(plain);
             let ctx = exec.context();
             let t = Instant::now();
             let (ok, dt) = match i {
@@ -424,7 +273,7 @@ fn main() -> Result<(), Error> {
                     let dt = t.elapsed();
                     r?;
                     buf = b;
-                    (buf == plain, dt)
+                    (buf == *plain, dt)
                 }
             };
             let row = &mut asy[i];
@@ -436,65 +285,16 @@ fn main() -> Result<(), Error> {
             }
         }
     }
-    rows.extend(asy);
     println!("{}", exec.stats());
     drop(exec);
+    Ok((asy, buf))
+}
 
-    // ------------------------------------------------------------------ every host core
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    for (k, key) in [&KEY128[..], &KEY256[..]].into_iter().enumerate() {
-        let mut row = Row::new(format!("aes-{}-ctr", key.len() * 8), "cpu-all-cores", aes_bytes);
-        for _ in 0..cpu_reps.max(1) {
-            buf.copy_from_slice(&plain);
-            let per = aes_bytes.div_ceil(cores).next_multiple_of(16);
-            let t = Instant::now();
-            std::thread::scope(|s| {
-                for (c, part) in buf.chunks_mut(per).enumerate() {
-                    s.spawn(move || {
-                        let iv = ctr_add(&IV, (c * per / 16) as u64);
-                        match key.len() {
-                            16 => ctr::Ctr128BE::<aes::Aes128>::new(key.into(), &iv.into()).apply_keystream(part),
-                            _ => ctr::Ctr128BE::<aes::Aes256>::new(key.into(), &iv.into()).apply_keystream(part),
-                        }
-                    });
-                }
-            });
-            row.gbps.push(aes_bytes as f64 / t.elapsed().as_nanos() as f64);
-            if buf != cipher[k] {
-                fail("cpu-all-cores AES differs");
-            }
-        }
-        rows.push(row);
-    }
-    for (i, set) in sets.iter().enumerate() {
-        let mut row = Row::new(set.name, "cpu-all-cores", set.bytes.len());
-        let list = &lists[i];
-        for _ in 0..cpu_reps.max(1) {
-            let per = list.len().div_ceil(cores);
-            let t = Instant::now();
-            let out: Vec<[u8; 32]> = std::thread::scope(|s| {
-                let hs: Vec<_> = list
-                    .chunks(per)
-                    .map(|part| {
-                        s.spawn(move || {
-                            part.iter().map(|m| <[u8; 32]>::from(sha2::Sha256::digest(m))).collect::<Vec<_>>()
-                        })
-                    })
-                    .collect();
-                hs.into_iter().flat_map(|h| h.join().expect("a CPU thread panicked")).collect()
-            });
-            row.gbps.push(set.bytes.len() as f64 / t.elapsed().as_nanos() as f64);
-            if out != digests[i] {
-                fail("cpu-all-cores SHA-256 differs");
-            }
-        }
-        rows.push(row);
-    }
-
-    // ------------------------------------------------------------------ report
+/// Prints the CSV and, with `--out DIR`, writes it to `DIR/bench_crypto.csv`.
+fn report(rows: &[Row], name: &str, out_dir: Option<std::path::PathBuf>) {
     let mut csv = String::from("device,what,mode,bytes,reps,median_gbps,min_gbps,max_gbps\n");
-    for row in &rows {
-        csv.push_str(&row.csv(&name));
+    for row in rows {
+        csv.push_str(&row.csv(name));
         csv.push('\n');
     }
     print!("{csv}");
@@ -504,5 +304,4 @@ fn main() -> Result<(), Error> {
         std::fs::write(&path, &csv).unwrap_or_else(|e| fail(&format!("{}: {e}", path.display())));
         println!("wrote {}", path.display());
     }
-    Ok(())
 }

@@ -1,0 +1,277 @@
+//! The modes' runs: RustCrypto on host threads, the blocking calls, the executor (each record
+//! sealed on its own or coalesced), and tokio through a queue or a queue set.
+
+use crate::conns::{cpu_seal, Conn, Sealed};
+use crate::support::queues::queue_builder;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use vkasync::crypto::{pack_le_words, unpack_le_words, AesKey, Crypto, HmacKey, MessageIndex};
+use vkasync::{Buffer, Device, Error, Executor, FlushPolicy, MemoryKind, PerDevice, QueueSet, Stats};
+
+/// One run of a mode: every connection's sealed records, each record's latency, and the stats
+/// (submits, dispatches, host waits) where a GPU front ran it.
+pub struct Run {
+    pub out: Vec<Vec<Sealed>>,
+    pub latencies: Vec<Duration>,
+    pub wall: Duration,
+    pub submits: u64,
+    pub dispatches: u64,
+    pub host_waits: u64,
+    pub stats: Option<Stats>,
+}
+
+/// One connection task's result: its sealed buffers, their tags, each record's latency.
+type TaskResult = (Vec<Vec<u8>>, Vec<[u8; 32]>, Vec<Duration>);
+
+impl Run {
+    /// A run of a GPU front from its tasks' results and its stats.
+    fn of_tasks(results: Vec<TaskResult>, wall: Duration, s: Stats) -> Result<Run, Error> {
+        let mut out = Vec::with_capacity(results.len());
+        let mut latencies = Vec::new();
+        for (bufs, tags, lat) in results {
+            out.push(bufs.into_iter().zip(tags).collect());
+            latencies.extend(lat);
+        }
+        Ok(Run {
+            out,
+            latencies,
+            wall,
+            submits: s.submits,
+            dispatches: s.dispatches,
+            host_waits: s.host_waits,
+            stats: Some(s),
+        })
+    }
+}
+
+pub fn run_cpu(conns: &[Conn], threads: usize) -> Run {
+    let start = Instant::now();
+    let per = conns.len().div_ceil(threads.max(1)).max(1);
+    let parts: Vec<(Vec<Vec<Sealed>>, Vec<Duration>)> = std::thread::scope(|s| {
+        let hs: Vec<_> = conns
+            .chunks(per)
+            .map(|chunk| {
+                s.spawn(move || {
+                    let mut lat = Vec::new();
+                    let out = chunk
+                        .iter()
+                        .map(|c| {
+                            c.records
+                                .iter()
+                                .enumerate()
+                                .map(|(seq, p)| {
+                                    let t = Instant::now();
+                                    let mut buf = p.clone();
+                                    let tag = cpu_seal(c, seq, &mut buf);
+                                    lat.push(t.elapsed());
+                                    (buf, tag)
+                                })
+                                .collect()
+                        })
+                        .collect();
+                    (out, lat)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().expect("a CPU thread panicked")).collect()
+    });
+    let wall = start.elapsed();
+    let mut out = Vec::new();
+    let mut latencies = Vec::new();
+    for (o, l) in parts {
+        out.extend(o);
+        latencies.extend(l);
+    }
+    Run { out, latencies, wall, submits: 0, dispatches: 0, host_waits: 0, stats: None }
+}
+
+pub fn run_blocking(device: &Device, crypto: &Crypto, conns: &[Conn]) -> Result<Run, Error> {
+    let before = device.last_submitted();
+    let start = Instant::now();
+    let mut out = Vec::new();
+    let mut latencies = Vec::new();
+    for c in conns {
+        let mut sealed = Vec::new();
+        for (seq, p) in c.records.iter().enumerate() {
+            let t = Instant::now();
+            let nonce = c.nonce(seq);
+            let ct = crypto.aes_ctr_blocking(&c.aes_key, &nonce, p)?;
+            let mut msg = nonce.to_vec();
+            msg.extend_from_slice(&ct);
+            let tag = crypto.hmac_sha256_many_blocking(&c.mac_key, &[msg])?[0];
+            latencies.push(t.elapsed());
+            sealed.push((ct, tag));
+        }
+        out.push(sealed);
+    }
+    let wall = start.elapsed();
+    let submits = device.last_submitted() - before;
+    Ok(Run { out, latencies, wall, submits, dispatches: submits, host_waits: submits, stats: None })
+}
+
+/// One record sealed with the task's own device buffers and commands (no coalesced work).
+async fn seal_waits_only(
+    crypto: &Crypto,
+    ctx: &vkasync::Ctx,
+    key: &AesKey,
+    mac: &HmacKey,
+    nonce: [u8; 16],
+    plain: &[u8],
+) -> Result<Sealed, Error> {
+    let mut rec = ctx.clone();
+    let device = ctx.device();
+    let key = key.upload(&mut rec)?;
+    let words = pack_le_words(plain, 16);
+    let data = Buffer::<u32>::new(device, words.len().max(4), MemoryKind::Device)?;
+    rec.upload(&data, &words)?;
+    crypto.record_aes_ctr(&mut rec, &key, &nonce, &data, plain.len())?;
+    // nonce || ciphertext for the MAC: the nonce's 4 words, then the ciphertext copied on the GPU.
+    let msg = Buffer::<u32>::new(device, 4 + data.len(), MemoryKind::Device)?;
+    rec.upload(&msg, &pack_le_words(&nonce, 16))?;
+    rec.copy_region(&data, 0, &msg, 4, data.len())?;
+    let whole = 0..16 + plain.len();
+    let index = MessageIndex::upload(&mut rec, std::slice::from_ref(&whole))?;
+    let macs = Buffer::<[u32; 8]>::new(device, 1, MemoryKind::Device)?;
+    crypto.record_hmac_sha256(&mut rec, mac, &msg, &index, &macs)?;
+    let ct = rec.read_back(&data)?;
+    let tag = rec.read_back(&macs)?;
+    ctx.synchronize().await?;
+    let ct = unpack_le_words(&ct.into_vec()?, plain.len());
+    Ok((ct, vkasync::crypto::digest_bytes(&tag.into_vec()?[0])))
+}
+
+pub fn run_executor(
+    crypto: &Crypto,
+    conns: &Arc<Vec<Conn>>,
+    coalesced: bool,
+    flush: FlushPolicy,
+) -> Result<Run, Error> {
+    let exec = Executor::builder(crypto.device()).flush_policy(flush).build()?;
+    // Outputs start as copies of the plaintexts (made before the clock starts): sealing in place
+    // needs no allocation on the timed path.
+    let bufs: Vec<Vec<Vec<u8>>> = conns.iter().map(|c| c.records.clone()).collect();
+    let start = Instant::now();
+    let handles: Vec<_> = bufs
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut bufs)| {
+            let (crypto, conns) = (crypto.clone(), conns.clone());
+            exec.spawn_with(move |ctx| async move {
+                let c = &conns[i];
+                let (key, mac) = (AesKey::new(&c.aes_key)?, HmacKey::new(&c.mac_key));
+                let mut out = Vec::with_capacity(bufs.len());
+                let mut lat = Vec::with_capacity(bufs.len());
+                for (seq, buf) in bufs.iter_mut().enumerate() {
+                    let t = Instant::now();
+                    let tag = if coalesced {
+                        crypto.seal_in_place(&ctx, &c.keys, seq as u64, buf).await?
+                    } else {
+                        let (ct, tag) = seal_waits_only(&crypto, &ctx, &key, &mac, c.nonce(seq), buf).await?;
+                        buf.copy_from_slice(&ct);
+                        tag
+                    };
+                    lat.push(t.elapsed());
+                    out.push(tag);
+                }
+                Ok::<_, Error>((bufs, out, lat))
+            })
+        })
+        .collect();
+    let results = exec.block_on(async {
+        let mut v = Vec::with_capacity(handles.len());
+        for h in handles {
+            v.push(h.await);
+        }
+        v
+    });
+    let wall = start.elapsed();
+    let results: Result<Vec<_>, Error> =
+        results.into_iter().map(|r| r.expect("a connection's task panicked")).collect();
+    Run::of_tasks(results?, wall, exec.stats())
+}
+
+pub fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize) -> Result<Run, Error> {
+    let queue = queue_builder(crypto.device()).build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
+    let bufs: Vec<Vec<Vec<u8>>> = conns.iter().map(|c| c.records.clone()).collect();
+    let start = Instant::now();
+    let results = rt.block_on(async {
+        let handles: Vec<_> = bufs
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut bufs)| {
+                let (crypto, conns, ctx) = (crypto.clone(), conns.clone(), queue.context());
+                tokio::spawn(async move {
+                    let c = &conns[i];
+                    let mut out = Vec::with_capacity(bufs.len());
+                    let mut lat = Vec::with_capacity(bufs.len());
+                    for (seq, buf) in bufs.iter_mut().enumerate() {
+                        let t = Instant::now();
+                        out.push(crypto.seal_in_place(&ctx, &c.keys, seq as u64, buf).await?);
+                        lat.push(t.elapsed());
+                    }
+                    Ok::<_, Error>((bufs, out, lat))
+                })
+            })
+            .collect();
+        let mut v = Vec::with_capacity(handles.len());
+        for h in handles {
+            v.push(h.await.expect("a connection's task panicked"));
+        }
+        v
+    });
+    let wall = start.elapsed();
+    drop(rt);
+    Run::of_tasks(results.into_iter().collect::<Result<Vec<_>, Error>>()?, wall, queue.stats())
+}
+
+/// `run_tokio` over a [`QueueSet`]: each connection's context on the least-loaded device, with
+/// that device's `Crypto`.
+pub fn run_tokio_set(
+    set: &QueueSet,
+    cryptos: &PerDevice<Crypto>,
+    conns: &Arc<Vec<Conn>>,
+    workers: usize,
+) -> Result<Run, Error> {
+    let before = set.stats();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
+    let bufs: Vec<Vec<Vec<u8>>> = conns.iter().map(|c| c.records.clone()).collect();
+    let start = Instant::now();
+    let results = rt.block_on(async {
+        let handles: Vec<_> = bufs
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut bufs)| {
+                let ctx = set.context();
+                let crypto = cryptos.get(ctx.device()).expect("a device of the set").clone();
+                let conns = conns.clone();
+                tokio::spawn(async move {
+                    let c = &conns[i];
+                    let mut out = Vec::with_capacity(bufs.len());
+                    let mut lat = Vec::with_capacity(bufs.len());
+                    for (seq, buf) in bufs.iter_mut().enumerate() {
+                        let t = Instant::now();
+                        out.push(crypto.seal_in_place(&ctx, &c.keys, seq as u64, buf).await?);
+                        lat.push(t.elapsed());
+                    }
+                    Ok::<_, Error>((bufs, out, lat))
+                })
+            })
+            .collect();
+        let mut v = Vec::with_capacity(handles.len());
+        for h in handles {
+            v.push(h.await.expect("a connection's task panicked"));
+        }
+        v
+    });
+    let wall = start.elapsed();
+    drop(rt);
+    // This run's counters, summed over the devices.
+    let mut s = Stats::default();
+    for (now, was) in set.stats().iter().zip(&before) {
+        s.submits += now.submits - was.submits;
+        s.dispatches += now.dispatches - was.dispatches;
+        s.host_waits += now.host_waits - was.host_waits;
+    }
+    Run::of_tasks(results.into_iter().collect::<Result<Vec<_>, Error>>()?, wall, s)
+}
