@@ -27,10 +27,10 @@
 
 use super::host;
 use super::{AesKey, HmacKey};
-use crate::record::batch::{BatchKind, Encoder};
 use crate::error::{Error, Result};
-use crate::util::IdMap;
+use crate::record::batch::{BatchKind, Encoder};
 use crate::record::staging::{Arena, Slot};
+use crate::util::IdMap;
 use crate::{kernels, Arg, Buffer, Device, Kernel, MemoryKind, Recorder};
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -452,7 +452,7 @@ impl BatchKind for CryptoBatch {
             let _ = it.state.value.set(completion.clone());
         }
         let mut keys = Keys::default();
-        let mut groups: Vec<(Arc<crate::record::staging::Chunk>, Group)> = Vec::new();
+        let mut groups: Vec<(Arc<crate::record::staging::StagingBlock>, Group)> = Vec::new();
         let mut group_ix: IdMap<usize, usize> = IdMap::default();
         let mut last: Option<(usize, usize)> = None;
         for it in items.iter() {

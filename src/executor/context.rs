@@ -2,11 +2,11 @@
 
 use super::backend::VulkanBackend;
 use super::core::{lock, ContextState, QueueCore, SyncFuture};
-use crate::vk::buffer::Buffer;
+use crate::error::Result;
 use crate::record::recorder::Recorder;
 use crate::record::recording::Readback;
+use crate::vk::buffer::Buffer;
 use crate::vk::device::Device;
-use crate::error::Result;
 use crate::vk::kernel::{Arg, Kernel};
 use bytemuck::Pod;
 use std::future::Future;
@@ -150,6 +150,7 @@ impl Ctx {
         Synchronize { inner: SyncFuture::new(self.shared.clone(), batch, ctx) }
     }
 
+    #[cfg(feature = "trace")]
     /// The GPU time of the commands this context recorded, once their submissions completed
     /// (await [`Ctx::synchronize`] first). Each command's time runs from the completion of the
     /// command before it on the queue to its own (see [`crate::trace`]), so the times of all
@@ -260,6 +261,7 @@ impl Ctx {
         rb.expect("recorded before the wait ended").into_vec()
     }
 
+    #[cfg_attr(not(feature = "crypto"), allow(dead_code))] // used by the crypto module
     /// Adds `item` to the coalesced work of `kind` (as [`Ctx::batch`]) and waits for the flush
     /// that carries it. Resolves early, without the GPU, once `settled()` says the item needs
     /// no GPU wait (it ran on the host, or its batch failed).

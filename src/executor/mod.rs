@@ -250,8 +250,8 @@ pub use task::{JoinError, JoinHandle, Spawner};
 use self::backend::VulkanBackend;
 use self::core::{spawn_driver, Options, QueueCore};
 use self::local::{Drive, Local};
-use crate::vk::device::Device;
 use crate::error::Result;
+use crate::vk::device::Device;
 use std::future::Future;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -459,6 +459,7 @@ macro_rules! shared_setters {
         /// `VKASYNC_TRACE=path` traces every queue of the process into one file. Building
         /// fails with [`Error::Unsupported`](crate::Error::Unsupported) where the queue cannot
         /// write timestamps.
+        #[cfg(feature = "trace")]
         pub fn trace(mut self, path: impl Into<std::path::PathBuf>) -> Self {
             self.trace.path = Some(path.into());
             self
@@ -466,6 +467,7 @@ macro_rules! shared_setters {
 
         /// How a trace maps GPU time to host time (default
         /// [`TraceClock::Auto`](crate::trace::TraceClock::Auto)).
+        #[cfg(feature = "trace")]
         pub fn trace_clock(mut self, clock: crate::trace::TraceClock) -> Self {
             self.trace.clock = clock;
             self
@@ -475,6 +477,7 @@ macro_rules! shared_setters {
         /// time (default [`TraceDetail::Phases`](crate::trace::TraceDetail::Phases), or
         /// `VKASYNC_TRACE_DETAIL=commands` for
         /// [`TraceDetail::Commands`](crate::trace::TraceDetail::Commands)).
+        #[cfg(feature = "trace")]
         pub fn trace_detail(mut self, detail: crate::trace::TraceDetail) -> Self {
             self.trace.detail = Some(detail);
             self
@@ -484,6 +487,7 @@ macro_rules! shared_setters {
         /// timestamps around every command. A trace does not turn it on (charging every
         /// command to its context costs host time on every job); with both, the trace's GPU
         /// spans of single commands name their context. Default: off.
+        #[cfg(feature = "trace")]
         pub fn gpu_timing(mut self, on: bool) -> Self {
             self.trace.gpu_timing = on;
             self

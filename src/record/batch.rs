@@ -67,9 +67,9 @@
 //! # Ok::<(), vkasync::Error>(())
 //! ```
 
-use crate::vk::buffer::RawBuffer;
-use crate::record::recording::Recording;
 use crate::error::{Error, Result};
+use crate::record::recording::Recording;
+use crate::vk::buffer::RawBuffer;
 use crate::vk::kernel::{Arg, Kernel};
 use std::any::Any;
 use std::sync::Arc;
@@ -103,6 +103,7 @@ impl std::fmt::Debug for Encoder<'_> {
 }
 
 impl Encoder<'_> {
+    #[cfg_attr(not(feature = "crypto"), allow(dead_code))] // used by the crypto module
     /// Copies byte ranges `(src_offset, dst_offset, len)` between two buffers as one command.
     pub(crate) fn copy_ranges(
         &mut self,
@@ -113,12 +114,14 @@ impl Encoder<'_> {
         self.rec.copy_ranges(src, dst, ranges)
     }
 
+    #[cfg_attr(not(feature = "crypto"), allow(dead_code))] // used by the crypto module
     /// The host reads results of this flush in place (mapped memory): the flush ends with a
     /// barrier to host reads.
     pub(crate) fn host_will_read(&mut self) {
         self.rec.host_read = true;
     }
 
+    #[cfg_attr(not(feature = "crypto"), allow(dead_code))] // used by the crypto module
     /// A cell that holds the flush's timeline value once it is submitted (0 before; it stays 0
     /// if the flush is dropped unsubmitted). Items keep it to tell when their results are
     /// ready.

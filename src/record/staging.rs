@@ -1,26 +1,28 @@
 //! Staging memory reused across flushes, for coalesced work ([`crate::record::batch`]).
 //!
-//! An [`Arena`] hands out [`Slot`]s: byte ranges of large mapped chunks, bump-allocated. A task
+//! An [`Arena`] hands out [`Slot`]s: byte ranges of large mapped blocks, bump-allocated. A task
 //! writes its input straight into its slot (the only host copy in), hands the slot to a batch
 //! item, and after the flush completes reads the result straight out of it into the caller's
 //! memory (the only host copy out). No buffer is allocated per item.
 //!
-//! Each chunk is one buffer in which the GPU works in place. On unified memory (lavapipe,
+//! Each block is one buffer in which the GPU works in place. On unified memory (lavapipe,
 //! integrated GPUs) it is host-visible, and the host writes inputs and reads results in place.
-//! On a discrete GPU a chunk has a host-cached twin of the same size (`Readback` memory): the
+//! On a discrete GPU a block has a host-cached twin of the same size (`Readback` memory): the
 //! host writes the inputs there and reads the results from there, and the batch copies each
 //! item's range to the GPU's buffer and back at the same offset (DMA over PCIe, 51 GB/s on the
 //! H200, against 10 GB/s for one host thread writing into BAR memory). Host memory also lets
 //! the crypto offload compute small flushes on the host, in place.
 //!
-//! Chunks are reused: a chunk goes back to the arena's spares when it is full, and is handed
+//! Blocks are reused: a block goes back to the arena's spares when it is full, and is handed
 //! out again only when no slot of it is alive and no GPU work uses it any more (its buffers'
 //! timeline values were reached). So memory is never reused while the GPU may still use it,
 //! and never freed under it (in-flight recordings hold the buffers themselves).
 
+#![cfg_attr(not(feature = "crypto"), allow(dead_code))] // staging serves the crypto module today
+
+use crate::error::{Error, Result};
 use crate::vk::buffer::{MemoryKind, RawBuffer};
 use crate::vk::device::Device;
-use crate::error::{Error, Result};
 use std::sync::{Arc, Mutex};
 
 /// Copies of at least this many bytes are spread over host threads ([`par_copy`]).
@@ -85,18 +87,18 @@ pub(crate) fn par_gather<M: AsRef<[u8]> + Sync>(dst: &mut [u8], parts: &[M]) {
 /// Slots start at multiples of this many bytes, and their lengths are rounded up to it
 /// (whole AES blocks).
 pub(crate) const SLOT_ALIGN: u64 = 16;
-/// The default chunk size.
+/// The default block size.
 const CHUNK_BYTES: u64 = 32 << 20;
-/// Full chunks kept for reuse at most.
+/// Full blocks kept for reuse at most.
 const MAX_SPARES: usize = 8;
 
-/// One chunk: the buffer the GPU works in, and its host-side twin on a discrete GPU.
-pub(crate) struct Chunk {
+/// One block: the buffer the GPU works in, and its host-side twin on a discrete GPU.
+pub(crate) struct StagingBlock {
     pub work: Arc<RawBuffer>,
     pub home: Option<Arc<RawBuffer>>,
 }
 
-impl Chunk {
+impl StagingBlock {
     fn host_side<'a>(work: &'a Arc<RawBuffer>, home: &'a Option<Arc<RawBuffer>>) -> &'a Arc<RawBuffer> {
         home.as_ref().unwrap_or(work)
     }
@@ -112,9 +114,9 @@ impl Chunk {
 }
 
 struct State {
-    current: Option<Arc<Chunk>>,
+    current: Option<Arc<StagingBlock>>,
     used: u64,
-    spares: Vec<Arc<Chunk>>,
+    spares: Vec<Arc<StagingBlock>>,
 }
 
 /// Mapped staging memory, bump-allocated into [`Slot`]s (see the module docs).
@@ -136,7 +138,7 @@ impl std::fmt::Debug for Arena {
 /// [`Arena`].
 #[derive(Clone)]
 pub(crate) struct Slot {
-    pub chunk: Arc<Chunk>,
+    pub chunk: Arc<StagingBlock>,
     pub offset: u64,
     pub len: u64,
 }
@@ -164,7 +166,7 @@ impl Arena {
         self.max_slot
     }
 
-    fn new_chunk(&self, size: u64) -> Result<Arc<Chunk>> {
+    fn new_chunk(&self, size: u64) -> Result<Arc<StagingBlock>> {
         // Every slot is written before the GPU uses it: no clear needed.
         let (work, home) = if self.device.unified_memory() {
             (RawBuffer::new(&self.device, size, MemoryKind::Upload, false)?, None)
@@ -172,10 +174,10 @@ impl Arena {
             let work = RawBuffer::new(&self.device, size, MemoryKind::Device, false)?;
             (work, Some(RawBuffer::new(&self.device, size, MemoryKind::Readback, false)?))
         };
-        if !Chunk::host_side(&work, &home).is_mapped() {
+        if !StagingBlock::host_side(&work, &home).is_mapped() {
             return Err(Error::BufferUsage("the device offers no host-visible memory for staging".into()));
         }
-        Ok(Arc::new(Chunk { work, home }))
+        Ok(Arc::new(StagingBlock { work, home }))
     }
 
     /// Reserves `len` bytes (rounded up to [`SLOT_ALIGN`]). A slot larger than the chunk size

@@ -32,8 +32,8 @@
 //! (the bytes a kernel may still reach past the end, see [`crate::vk::pool`]), which always lies in
 //! the buffer's own chunk.
 
-use crate::vk::device::{Device, DeviceShared};
 use crate::error::{Error, Result};
+use crate::vk::device::{Device, DeviceShared};
 pub use crate::vk::pool::MemoryKind;
 use crate::vk::pool::{Chunk, Pool};
 use ash::vk;
@@ -246,6 +246,7 @@ impl RawBuffer {
         self.mapped.is_some()
     }
 
+    #[cfg_attr(not(feature = "crypto"), allow(dead_code))] // used by the crypto module
     /// Copies `bytes` into `[offset, offset + len)` of a mapped buffer from the host, without
     /// the whole-buffer idleness check (staging arenas, where the GPU uses other ranges of the
     /// same buffer meanwhile).
@@ -267,6 +268,7 @@ impl RawBuffer {
         Ok(())
     }
 
+    #[cfg_attr(not(feature = "crypto"), allow(dead_code))] // used by the crypto module
     /// Fills `[offset, offset + len)` of a mapped buffer with zeros (see [`Self::write_range`]).
     ///
     /// # Safety
@@ -285,6 +287,7 @@ impl RawBuffer {
         Ok(())
     }
 
+    #[cfg_attr(not(feature = "crypto"), allow(dead_code))] // used by the crypto module
     /// `[offset, offset + len)` of a mapped buffer as a mutable slice (the host side of the
     /// crypto offload computes in place there).
     ///
@@ -305,6 +308,7 @@ impl RawBuffer {
         Ok(unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr().add(offset as usize), len as usize) })
     }
 
+    #[cfg_attr(not(feature = "crypto"), allow(dead_code))] // used by the crypto module
     /// Copies `[offset, offset + out.len())` of a mapped buffer into `out`, without the
     /// whole-buffer idleness check (see [`Self::write_range`]).
     ///

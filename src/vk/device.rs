@@ -202,6 +202,7 @@ pub(crate) struct DeviceShared {
     pub clear_align: u64,
     pub device: ash::Device,
     pub push_descriptor: ash::khr::push_descriptor::Device,
+    #[cfg_attr(not(feature = "trace"), allow(dead_code))] // used by the trace
     /// `VK_EXT_calibrated_timestamps`, when enabled (device and CLOCK_MONOTONIC domains).
     pub calibrated: Option<ash::ext::calibrated_timestamps::Device>,
     pub queue_family: u32,

@@ -40,9 +40,9 @@
 //! between the buffer's end and that rounded end belong to the chunk and are zeroed with the
 //! buffer (see [`crate::Buffer::new`]), so they show no earlier data either.
 
-use crate::vk::device::DeviceShared;
 use crate::error::{map_alloc, map_oom, Error, Result};
 use crate::util::IdMap;
+use crate::vk::device::DeviceShared;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme, Allocator};
 use gpu_allocator::MemoryLocation;

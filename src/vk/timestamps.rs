@@ -1,7 +1,7 @@
 //! GPU timestamps, for measuring kernel time on the device itself.
 
-use crate::vk::device::Device;
 use crate::error::{map_oom, map_oom_and_lost, Error, Result};
+use crate::vk::device::Device;
 use ash::vk;
 use std::sync::Arc;
 
@@ -49,6 +49,7 @@ impl std::fmt::Debug for Timestamps {
 }
 
 impl Timestamps {
+    #[cfg_attr(not(feature = "trace"), allow(dead_code))] // used by the trace
     /// Writes timestamp `index` (reset on the host before) in a submission of its own and
     /// waits for it: how the trace relates the GPU's clock to the host's.
     pub(crate) fn write_alone(&self, index: u32) -> Result<()> {
