@@ -49,6 +49,9 @@ fn the_small_copies_of_many_jobs_go_through_one_dispatch_per_phase() {
         }
         assert_eq!(s.dispatches, 64, "the copy kernel's dispatches are not counted as the jobs': {s:?}");
         drop((exec, mix));
+        // Nothing else holds the device: the copy kernel went with the executor's queue (a
+        // device that held its own copy kernel would hold itself and never be destroyed).
+        assert_eq!(device.debug_handle_count(), 1, "compute copies {on}");
         finish(device);
     }
 }

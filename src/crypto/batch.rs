@@ -160,7 +160,7 @@ impl Ticket {
             return Ok(());
         }
         let device = &self.slot.chunk.work.device;
-        if value <= device.shared.cached_completed() || value <= device.shared.completed_value()? {
+        if value <= device.cached_completed() || value <= device.completed_value()? {
             Ok(())
         } else {
             Err(Error::NotReady)

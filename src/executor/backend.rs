@@ -43,10 +43,10 @@ pub(crate) trait Waiter: Send + 'static {
 
 impl Waiter for Device {
     fn completed(&self) -> Result<u64> {
-        self.shared.completed_value()
+        self.completed_value()
     }
     fn wait(&self, value: u64, timeout: Option<Duration>) -> Result<bool> {
-        self.shared.wait(value, timeout)
+        Device::wait(self, value, timeout)
     }
 }
 
@@ -283,7 +283,7 @@ impl Backend for VulkanBackend {
         let rec = std::mem::replace(&mut self.pending, next);
         // One counter read (tens of nanoseconds) lets earlier flushes that already completed
         // give their buffers and command buffers back before this one takes more.
-        let completed = self.device.shared.completed_value().unwrap_or_else(|_| self.device.shared.cached_completed());
+        let completed = self.device.completed_value().unwrap_or_else(|_| self.device.cached_completed());
         self.retire(completed);
         FlushJob {
             device: self.device.clone(),
@@ -367,7 +367,7 @@ impl Backend for VulkanBackend {
 
     fn end_flush(&mut self, job: FlushJob) {
         let FlushJob { rec, pool, submit_ns, submitted, .. } = job;
-        if self.abandoned && !self.device.shared.loss_is_simulated() {
+        if self.abandoned && !self.device.loss_is_simulated() {
             // The device was lost while the job ran: what it submitted may still be running
             // in a driver that no longer answers, so it is leaked with the pool, as in
             // `abandon`.
@@ -406,7 +406,7 @@ impl Backend for VulkanBackend {
     }
 
     fn completed(&mut self) -> Result<u64> {
-        let v = self.device.shared.completed_value()?;
+        let v = self.device.completed_value()?;
         self.retire(v);
         Ok(v)
     }
@@ -415,7 +415,7 @@ impl Backend for VulkanBackend {
         self.abandoned = true;
         self.pending = Recording::new(&self.device);
         self.submit_ns.clear();
-        if self.device.shared.loss_is_simulated() {
+        if self.device.loss_is_simulated() {
             // The GPU goes on: what it runs is released when the queue closes, once the GPU is
             // done with it (see `shutdown`).
             return;
@@ -466,7 +466,7 @@ impl Backend for VulkanBackend {
 
     fn shutdown(&mut self, bound: Duration) -> bool {
         self.pending = Recording::new(&self.device);
-        let shared = &self.device.shared;
+        let shared = &self.device;
         if self.abandoned && !shared.loss_is_simulated() {
             return false;
         }

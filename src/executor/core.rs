@@ -29,7 +29,7 @@ pub(crate) const WAIT_SLICE: Duration = Duration::from_millis(25);
 
 /// The state of the work recorded into one flush epoch.
 #[derive(Debug, Clone)]
-pub(crate) enum BatchStatus {
+pub(crate) enum EpochStatus {
     /// Not yet submitted.
     Recording,
     /// Submitted; complete once the timeline reaches this value.
@@ -41,25 +41,25 @@ pub(crate) enum BatchStatus {
 /// Shared by the core and every context that recorded into one epoch. The status changes only
 /// under the core's lock.
 #[derive(Debug)]
-pub(crate) struct Batch {
-    pub status: Mutex<BatchStatus>,
+pub(crate) struct Epoch {
+    pub status: Mutex<EpochStatus>,
     /// The value of `Submitted`: written with the status (under the core's lock), read
     /// without any lock by [`SyncFuture`]'s fast path.
     value: SubmittedValue,
 }
 
-impl Batch {
+impl Epoch {
     fn recording() -> Arc<Self> {
-        Arc::new(Batch { status: Mutex::new(BatchStatus::Recording), value: SubmittedValue::new() })
+        Arc::new(Epoch { status: Mutex::new(EpochStatus::Recording), value: SubmittedValue::new() })
     }
 
-    fn status(&self) -> BatchStatus {
+    fn status(&self) -> EpochStatus {
         lock(&self.status).clone()
     }
 
-    fn set(&self, s: BatchStatus) {
+    fn set(&self, s: EpochStatus) {
         let v = match s {
-            BatchStatus::Submitted(v) => Some(v),
+            EpochStatus::Submitted(v) => Some(v),
             _ => None,
         };
         *lock(&self.status) = s;
@@ -97,7 +97,7 @@ pub(crate) fn lock_hot<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) struct State<B> {
     pub backend: B,
     /// The epoch now recording.
-    batch: Arc<Batch>,
+    epoch: Arc<Epoch>,
     waiters: Waiters,
     /// Waiters on the epoch now recording.
     pending_waiters: Vec<Key>,
@@ -122,7 +122,7 @@ pub(crate) struct State<B> {
     closing: Option<Instant>,
     /// A flush is being encoded and submitted without the lock (see [`QueueCore::flush`]):
     /// its epoch, and the waiters that came for that epoch meanwhile.
-    flushing: Option<Arc<Batch>>,
+    flushing: Option<Arc<Epoch>>,
     flushing_waiters: Vec<Key>,
     /// A flush was asked for while another ran: its runner flushes again when done.
     flush_again: bool,
@@ -323,7 +323,7 @@ impl<B: Backend> QueueCore<B> {
             timing,
             state: Mutex::new(State {
                 backend,
-                batch: Batch::recording(),
+                epoch: Epoch::recording(),
                 waiters,
                 pending_waiters: Vec::new(),
                 by_value: BTreeMap::new(),
@@ -465,7 +465,7 @@ impl<B: Backend> QueueCore<B> {
             return (st, r);
         }
         if st.backend.recorded_count() != before {
-            *lock(&state.last) = Some(st.batch.clone());
+            *lock(&state.last) = Some(st.epoch.clone());
         }
         let group =
             self.options.flush == FlushPolicy::GroupCommit && st.backend.pending_commands() >= self.options.group_bound;
@@ -618,11 +618,11 @@ impl<B: Backend> QueueCore<B> {
         // Whatever was handed to the driver goes with this flush.
         st.hand_off = false;
         loop {
-            let batch = std::mem::replace(&mut st.batch, Batch::recording());
+            let epoch = std::mem::replace(&mut st.epoch, Epoch::recording());
             let keys = std::mem::take(&mut st.pending_waiters);
             if let Some(e) = st.fatal.clone() {
                 st.backend.abandon();
-                batch.set(BatchStatus::Failed(e.clone()));
+                epoch.set(EpochStatus::Failed(e.clone()));
                 for k in keys {
                     wakers.extend(st.waiters.fire(k, Err(e.clone())));
                 }
@@ -632,7 +632,7 @@ impl<B: Backend> QueueCore<B> {
             bump(&self.counters.flushes, 1);
             let recorded = st.backend.pending_len();
             let mut job = st.backend.begin_flush();
-            st.flushing = Some(batch.clone());
+            st.flushing = Some(epoch.clone());
             let waiting = keys.len() as u64;
             st.flushing_waiters = keys;
             drop(st);
@@ -660,7 +660,7 @@ impl<B: Backend> QueueCore<B> {
                 (Some(e), Ok(_)) => Err(e.clone()),
                 (_, f) => f,
             };
-            self.publish(&mut st, batch, keys, flushed, wakers);
+            self.publish(&mut st, epoch, keys, flushed, wakers);
             let again = std::mem::take(&mut st.flush_again) && st.backend.has_pending() && !st.stopped;
             if !again {
                 // The driver waits for the waiters just published, and may have gone to sleep
@@ -675,12 +675,12 @@ impl<B: Backend> QueueCore<B> {
         }
     }
 
-    /// A flush of `batch` ended with `flushed`: its waiters move to the value it signals, or
+    /// A flush of `epoch` ended with `flushed`: its waiters move to the value it signals, or
     /// get their outcome.
     fn publish(
         &self,
         st: &mut State<B>,
-        batch: Arc<Batch>,
+        epoch: Arc<Epoch>,
         keys: Vec<Key>,
         flushed: Result<FlushInfo>,
         wakers: &mut Vec<Waker>,
@@ -688,7 +688,7 @@ impl<B: Backend> QueueCore<B> {
         match flushed {
             Ok(info) if !info.submitted => {
                 // Nothing for the GPU (batches done on the host): the epoch is complete.
-                batch.set(BatchStatus::Submitted(st.completed));
+                epoch.set(EpochStatus::Submitted(st.completed));
                 for k in keys {
                     wakers.extend(st.waiters.fire(k, Ok(())));
                 }
@@ -700,7 +700,7 @@ impl<B: Backend> QueueCore<B> {
                 bump(&self.counters.copy_dispatches, info.copy_dispatches);
                 self.counters.timeline.store(info.value, Ordering::Relaxed);
                 st.submitted = st.submitted.max(info.value);
-                batch.set(BatchStatus::Submitted(info.value));
+                epoch.set(EpochStatus::Submitted(info.value));
                 if info.value <= st.completed {
                     // A counter read between the submit and now saw it complete: its waiters
                     // are done (a value under the completed one is never left to the driver,
@@ -719,7 +719,7 @@ impl<B: Backend> QueueCore<B> {
                 }
             }
             Err(e) => {
-                batch.set(BatchStatus::Failed(e.clone()));
+                epoch.set(EpochStatus::Failed(e.clone()));
                 for k in keys {
                     wakers.extend(st.waiters.fire(k, Err(e.clone())));
                 }
@@ -735,7 +735,7 @@ impl<B: Backend> QueueCore<B> {
         if e.is_device_lost() {
             st.fatal = Some(e.clone());
             st.backend.abandon();
-            st.batch.set(BatchStatus::Failed(e.clone()));
+            st.epoch.set(EpochStatus::Failed(e.clone()));
         }
         let keys: Vec<Key> = std::mem::take(&mut st.by_value).into_values().flatten().collect();
         for k in keys.into_iter().chain(std::mem::take(&mut st.pending_waiters)) {
@@ -1169,7 +1169,7 @@ impl<B: Backend> QueueCore<B> {
             // (it only encodes and submits; it never waits for the GPU).
             st = self.after_flush(st);
             self.fail_all(&mut st, Error::InvalidArgument("the queue was shut down".into()), &mut wakers);
-            st.batch.set(BatchStatus::Failed(Error::InvalidArgument("the queue was shut down".into())));
+            st.epoch.set(EpochStatus::Failed(Error::InvalidArgument("the queue was shut down".into())));
         }
         self.notify_driver();
         wake_all(wakers);
@@ -1235,7 +1235,7 @@ fn fire_upto<B>(st: &mut State<B>, upto: u64, outcome: Result<(), Error>, wakers
 /// first needed) and its GPU clock (made when first needed: with timing on).
 #[derive(Default)]
 pub(crate) struct ContextState {
-    pub last: Mutex<Option<Arc<Batch>>>,
+    pub last: Mutex<Option<Arc<Epoch>>>,
     pub id: std::sync::atomic::AtomicU64,
     pub clock: std::sync::OnceLock<Arc<TaskClock>>,
     /// Counts the context as a job in progress of a [`crate::QueueSet`] while it lives (held
@@ -1270,7 +1270,7 @@ impl ContextState {
 /// Resolves when the work of one epoch (as captured at creation) has completed.
 pub(crate) struct SyncFuture<B: Backend> {
     core: Arc<QueueCore<B>>,
-    batch: Option<Arc<Batch>>,
+    epoch: Option<Arc<Epoch>>,
     key: Option<Key>,
     counted: bool,
     /// With a trace: the context's id, and when the wait found its work unfinished.
@@ -1279,8 +1279,8 @@ pub(crate) struct SyncFuture<B: Backend> {
 }
 
 impl<B: Backend> SyncFuture<B> {
-    pub fn new(core: Arc<QueueCore<B>>, batch: Option<Arc<Batch>>, ctx: u64) -> Self {
-        SyncFuture { core, batch, key: None, counted: false, ctx, since: None }
+    pub fn new(core: Arc<QueueCore<B>>, epoch: Option<Arc<Epoch>>, ctx: u64) -> Self {
+        SyncFuture { core, epoch, key: None, counted: false, ctx, since: None }
     }
 
     /// The `await` span of a wait that had to wait, once it is over.
@@ -1325,21 +1325,21 @@ impl<B: Backend> SyncFuture<B> {
                 }
             }
         }
-        let Some(batch) = &self.batch else {
+        let Some(epoch) = &self.epoch else {
             drop(st);
             return self.traced(Ok(()));
         };
-        let value = match batch.status() {
-            BatchStatus::Failed(e) => {
+        let value = match epoch.status() {
+            EpochStatus::Failed(e) => {
                 drop(st);
                 return self.traced(Err(e));
             }
-            BatchStatus::Submitted(v) if v <= st.completed => {
+            EpochStatus::Submitted(v) if v <= st.completed => {
                 drop(st);
                 return self.traced(Ok(()));
             }
-            BatchStatus::Submitted(v) => Some(v),
-            BatchStatus::Recording => None,
+            EpochStatus::Submitted(v) => Some(v),
+            EpochStatus::Recording => None,
         };
         if let Some(e) = st.fatal.clone() {
             return Poll::Ready(Err(e));
@@ -1365,7 +1365,7 @@ impl<B: Backend> SyncFuture<B> {
                     core.notify_driver();
                 }
             }
-            None if st.flushing.as_ref().is_some_and(|f| Arc::ptr_eq(f, batch)) => {
+            None if st.flushing.as_ref().is_some_and(|f| Arc::ptr_eq(f, epoch)) => {
                 // Its epoch is being submitted by another thread, which moves this waiter to
                 // the value it signals.
                 st.flushing_waiters.push(key);
@@ -1382,7 +1382,7 @@ impl<B: Backend> SyncFuture<B> {
                     // once and turns every await into a submit.
                     //
                     // A running executor's thread is the only one recording, so there it does
-                    // read the counter: finding the previous batch done, it submits what
+                    // read the counter: finding the previous epoch done, it submits what
                     // gathered at once and keeps the GPU busy while it records more.
                     let idle = if core.executor_running() {
                         core.loop_group_ready(&st) && core.gpu_idle(&mut st, wakers)
@@ -1420,7 +1420,7 @@ impl<B: Backend> SyncFuture<B> {
         core: &'a QueueCore<B>,
         st: StateGuard<'a, B>,
     ) -> std::result::Result<Poll<Result<()>>, StateGuard<'a, B>> {
-        let value = self.batch.as_ref().and_then(|b| b.value.get());
+        let value = self.epoch.as_ref().and_then(|b| b.value.get());
         let budget = core.spin_budget(&st);
         let Some(value) = value
             .filter(|_| !core.executor_running() && st.waiters.len() == 1 && st.fatal.is_none() && !budget.is_zero())
@@ -1461,7 +1461,7 @@ impl<B: Backend> Future for SyncFuture<B> {
             // its slot keeps it even after its work completes, so then the slot is read under
             // the lock (the flag is set under the lock before the completed value that the
             // load below sees is stored).
-            if let Some(v) = this.batch.as_ref().and_then(|b| b.value.get()) {
+            if let Some(v) = this.epoch.as_ref().and_then(|b| b.value.get()) {
                 if this.core.seen.succeeded(v) {
                     this.key = None;
                     return this.traced(Ok(()));

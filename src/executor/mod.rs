@@ -44,7 +44,7 @@
 //!
 //! **Epochs.** Work recorded by all tasks since the last flush forms the *recording epoch*: one
 //! `Recording` (a list of ops, see [`crate::CommandList`] for how ops become phases and
-//! barriers) plus a shared `Batch` cell whose status is `Recording`, then `Submitted(value)` or
+//! barriers) plus a shared `Epoch` cell whose status is `Recording`, then `Submitted(value)` or
 //! `Failed(error)`. A context remembers the last epoch it recorded into. `ctx.synchronize()`
 //! captures that epoch *when called*, so it covers exactly the work the task recorded before
 //! the call.
@@ -665,7 +665,7 @@ impl Executor {
     /// ```
     pub fn shutdown(mut self) -> Result<()> {
         match self.local.shutdown(self.driver.take()) {
-            self::core::Closed::Leaked if self.device.shared.check_lost().is_err() => Err(crate::Error::DeviceLost),
+            self::core::Closed::Leaked if self.device.check_lost().is_err() => Err(crate::Error::DeviceLost),
             self::core::Closed::Leaked => Err(crate::Error::Timeout(self.local.core.options.shutdown)),
             _ => Ok(()),
         }

@@ -71,7 +71,7 @@ impl CommandList {
     pub fn submit_and_wait(mut self) -> Result<u64> {
         let device = self.rec.device.clone();
         let value = self.submit_inner(&device)?;
-        match device.shared.wait(value, None) {
+        match device.wait(value, None) {
             Ok(_) => Ok(value),
             Err(e) => {
                 // The GPU may still use the resources: leak them rather than destroy them in
@@ -90,8 +90,8 @@ impl CommandList {
             self.rec.mark_nothing_to_submit();
             return Ok(device.last_submitted());
         }
-        let completed = device.shared.completed_value()?;
-        let mut guard = crate::util::lock(&device.shared.blocking_pool);
+        let completed = device.completed_value()?;
+        let mut guard = device.blocking_pool();
         if guard.is_none() {
             *guard = Some(CommandPool::new(device.raw(), device.queue_family())?);
         }

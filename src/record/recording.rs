@@ -122,7 +122,7 @@ pub(crate) fn stage_upload<T: Pod>(
     offset: usize,
     data: &[T],
 ) -> Result<Option<StagedUpload>> {
-    if !Arc::ptr_eq(&device.shared, &dst.raw.device.shared) {
+    if !device.same_device(&dst.raw.device) {
         return Err(Error::InvalidArgument("buffer belongs to another device".into()));
     }
     check_upload(dst, offset, data)?;
@@ -146,7 +146,7 @@ pub(crate) fn stage_upload<T: Pod>(
 /// allocates the read-back buffer, without recording and without a queue's lock; `None` when
 /// the host reads `src` in place.
 pub(crate) fn stage_read_back<T: Pod>(device: &Device, src: &Buffer<T>) -> Result<Option<Arc<RawBuffer>>> {
-    if !Arc::ptr_eq(&device.shared, &src.raw.device.shared) {
+    if !device.same_device(&src.raw.device) {
         return Err(Error::InvalidArgument("buffer belongs to another device".into()));
     }
     if host_readable(&src.raw) {
@@ -275,7 +275,7 @@ impl Recording {
     }
 
     fn check_same_device(&self, b: &RawBuffer) -> Result<()> {
-        if !Arc::ptr_eq(&self.device.shared, &b.device.shared) {
+        if !self.device.same_device(&b.device) {
             return Err(Error::InvalidArgument("buffer belongs to another device".into()));
         }
         Ok(())
@@ -394,7 +394,7 @@ impl Recording {
     /// Records a dispatch, after checking it against the kernel and the device limits.
     pub fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], args: &[Arg], push: &[u8]) -> Result<()> {
         let k = &kernel.raw;
-        if !Arc::ptr_eq(&self.device.shared, &k.device.shared) {
+        if !self.device.same_device(&k.device) {
             return Err(Error::InvalidArgument("kernel belongs to another device".into()));
         }
         let limits = self.device.limits();
@@ -438,7 +438,7 @@ impl Recording {
 
     /// Records a timestamp.
     pub fn write_timestamp(&mut self, ts: &crate::Timestamps, index: u32) -> Result<()> {
-        if !Arc::ptr_eq(&self.device.shared, &ts.raw.device.shared) {
+        if !self.device.same_device(&ts.raw.device) {
             return Err(Error::InvalidArgument("timestamps belong to another device".into()));
         }
         if index >= ts.raw.count {

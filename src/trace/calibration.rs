@@ -35,7 +35,7 @@ impl Calibration {
 
 /// The calibration from `VK_EXT_calibrated_timestamps`, where offered with `CLOCK_MONOTONIC`.
 pub(super) fn calibrated(sink: &Sink, device: &Device) -> Option<Calibration> {
-    let ext = device.shared.calibrated.as_ref()?;
+    let ext = device.calibrated_timestamps()?;
     let base = sink.base_mono?;
     let infos = [
         vk::CalibratedTimestampInfoEXT::default().time_domain(vk::TimeDomainEXT::DEVICE),

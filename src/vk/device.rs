@@ -178,7 +178,7 @@ impl DeviceBuilder {
 /// ```
 #[derive(Clone)]
 pub struct Device {
-    pub(crate) shared: Arc<DeviceShared>,
+    pub(super) shared: Arc<DeviceShared>,
 }
 
 impl std::fmt::Debug for Device {
@@ -189,25 +189,25 @@ impl std::fmt::Debug for Device {
 
 /// Everything a device owns. Dropped when the last `Device`, buffer or kernel made from it goes.
 pub(crate) struct DeviceShared {
-    pub info: AdapterInfo,
-    pub limits: Limits,
+    pub(super) info: AdapterInfo,
+    pub(super) limits: Limits,
     /// True when every device-local memory type is also host-visible (lavapipe, most integrated
     /// GPUs): uploads and read-backs can then skip the staging copy.
-    pub unified_memory: bool,
+    pub(super) unified_memory: bool,
     /// Which robust buffer access is enabled.
-    pub robust: RobustAccess,
+    pub(super) robust: RobustAccess,
     /// What a buffer's lazy clear is rounded up to: 4 bytes (`vkCmdFillBuffer`'s unit) and, with
     /// robustness2, the robust access alignments (the bytes past a buffer a kernel may reach).
     /// At most `pool::CHUNK_ALIGN`.
-    pub clear_align: u64,
-    pub device: ash::Device,
-    pub push_descriptor: ash::khr::push_descriptor::Device,
+    pub(super) clear_align: u64,
+    pub(super) device: ash::Device,
+    pub(super) push_descriptor: ash::khr::push_descriptor::Device,
     #[cfg_attr(not(feature = "trace"), allow(dead_code))] // used by the trace
     /// `VK_EXT_calibrated_timestamps`, when enabled (device and CLOCK_MONOTONIC domains).
-    pub calibrated: Option<ash::ext::calibrated_timestamps::Device>,
-    pub queue_family: u32,
+    pub(super) calibrated: Option<ash::ext::calibrated_timestamps::Device>,
+    pub(super) queue_family: u32,
     queue: Mutex<vk::Queue>,
-    pub timeline: vk::Semaphore,
+    pub(super) timeline: vk::Semaphore,
     /// The last timeline value handed out (by a successful submit).
     submitted: AtomicU64,
     /// The last counter value read from the semaphore.
@@ -216,31 +216,31 @@ pub(crate) struct DeviceShared {
     /// The loss is simulated ([`Device::debug_simulate_loss`]): the GPU goes on, so what it runs
     /// can still be waited for and released ([`DeviceShared::wait_through_simulated_loss`]).
     simulated_loss: AtomicBool,
-    pub allocator: ManuallyDrop<Mutex<Allocator>>,
+    pub(super) allocator: ManuallyDrop<Mutex<Allocator>>,
     /// Blocks that small buffers are carved from (lock order: pool, then allocator).
-    pub pool: Mutex<crate::vk::pool::Pool>,
+    pub(super) pool: Mutex<crate::vk::pool::Pool>,
     /// Per-thread caches of free chunks in front of `pool` (see [`crate::vk::pool::Stash`]).
-    pub stash: crate::vk::pool::Stash,
+    pub(super) stash: crate::vk::pool::Stash,
     /// Bytes of buffer memory allocated in the device-local heap and in the host heap, against
     /// the heaps' sizes (`budget`); a device without a separate host heap counts both in the
     /// first.
-    pub heap_used: [AtomicU64; 2],
-    pub heap_size: [u64; 2],
+    pub(super) heap_used: [AtomicU64; 2],
+    pub(super) heap_size: [u64; 2],
     /// Live `RawBuffer`s and their bytes, for the leak check.
-    pub live_buffers: AtomicU64,
-    pub live_bytes: AtomicU64,
+    pub(super) live_buffers: AtomicU64,
+    pub(super) live_bytes: AtomicU64,
     /// Command pool for the blocking path ([`crate::CommandList::submit_and_wait`]).
-    pub blocking_pool: Mutex<Option<crate::vk::command_pool::CommandPool>>,
+    pub(super) blocking_pool: Mutex<Option<crate::vk::command_pool::CommandPool>>,
     next_id: AtomicU64,
-    pub instance: ManuallyDrop<InstanceShared>,
+    pub(super) instance: ManuallyDrop<InstanceShared>,
     /// The features that gate SPIR-V capabilities of users' kernels, as enabled at creation
     /// (never buffer device addresses).
-    pub shader_features: EnabledFeatures,
+    pub(super) shader_features: EnabledFeatures,
     /// The same for the library's own kernels (with buffer device addresses, when enabled).
-    pub internal_features: EnabledFeatures,
+    pub(super) internal_features: EnabledFeatures,
     /// `bufferDeviceAddress` is enabled: every pooled block has a device address, and flushes
     /// may copy with the copy kernel (see [`crate::record::copies`]).
-    pub bda: bool,
+    pub(super) bda: bool,
 }
 
 impl Device {
@@ -596,6 +596,13 @@ impl Device {
         self.shared.wait(value, timeout)
     }
 
+    /// How many handles keep this device alive: this one, its clones, and every buffer, kernel,
+    /// timestamp pool, executor and queue made from it. For leak checks: once everything else
+    /// made from a device is dropped, its last handle counts 1.
+    pub fn debug_handle_count(&self) -> usize {
+        Arc::strong_count(&self.shared)
+    }
+
     /// Interop: the raw `ash` device, for work written by hand beside vkasync's (benchmarks,
     /// existing Vulkan code). Objects vkasync owns must not be destroyed through it.
     pub fn ash_device(&self) -> &ash::Device {
@@ -617,6 +624,47 @@ impl Device {
     /// the returned value is reached.
     pub unsafe fn submit_raw(&self, command_buffers: &[vk::CommandBuffer]) -> Result<u64> {
         self.shared.submit(command_buffers)
+    }
+
+    /// The last counter value read (no call into the driver).
+    pub(crate) fn cached_completed(&self) -> u64 {
+        self.shared.cached_completed()
+    }
+
+    /// [`Error::DeviceLost`] once the device was lost.
+    pub(crate) fn check_lost(&self) -> Result<()> {
+        self.shared.check_lost()
+    }
+
+    /// The loss was simulated ([`Device::debug_simulate_loss`]): the GPU goes on.
+    pub(crate) fn loss_is_simulated(&self) -> bool {
+        self.shared.loss_is_simulated()
+    }
+
+    /// Waits for `value` even after a simulated loss (for releasing what the GPU still runs).
+    pub(crate) fn wait_through_simulated_loss(&self, value: u64, timeout: Option<Duration>) -> Result<bool> {
+        self.shared.wait_through_simulated_loss(value, timeout)
+    }
+
+    /// The command pool of the blocking path ([`crate::CommandList`]), made at its first use.
+    pub(crate) fn blocking_pool(&self) -> std::sync::MutexGuard<'_, Option<crate::vk::command_pool::CommandPool>> {
+        crate::util::lock(&self.shared.blocking_pool)
+    }
+
+    /// `VK_EXT_calibrated_timestamps`, when enabled.
+    #[cfg_attr(not(feature = "trace"), allow(dead_code))] // used by the trace
+    pub(crate) fn calibrated_timestamps(&self) -> Option<&ash::ext::calibrated_timestamps::Device> {
+        self.shared.calibrated.as_ref()
+    }
+
+    /// The features that gate SPIR-V capabilities: of users' kernels, or (`internal`) of the
+    /// library's own.
+    pub(crate) fn shader_features(&self, internal: bool) -> &EnabledFeatures {
+        if internal {
+            &self.shared.internal_features
+        } else {
+            &self.shared.shader_features
+        }
     }
 
     pub(crate) fn next_id(&self) -> u64 {

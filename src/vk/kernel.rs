@@ -135,7 +135,7 @@ impl Kernel {
     /// `vkCreateComputePipelines`.
     pub unsafe fn from_words_unchecked(device: &Device, name: &str, words: &[u32]) -> Result<Self> {
         // SAFETY: the caller's contract.
-        unsafe { Self::create(device, name, words, &device.shared.shader_features) }
+        unsafe { Self::create(device, name, words, device.shader_features(false)) }
     }
 
     /// One of the library's own kernels (`shaders/internal/`), whose capabilities are checked
@@ -145,7 +145,7 @@ impl Kernel {
             return Err(Error::InvalidSpirv(format!("{} has no SPIR-V (built without shaderc)", source.path)));
         }
         // SAFETY: as in `Kernel::new`: `build.rs` validated the words.
-        unsafe { Self::create(device, source.name, source.spirv, &device.shared.internal_features) }
+        unsafe { Self::create(device, source.name, source.spirv, device.shader_features(true)) }
     }
 
     /// # Safety
@@ -183,7 +183,7 @@ impl Kernel {
                 reason: format!("binding {} is too large; vkasync supports bindings 0 to 31", b.binding),
             });
         }
-        device.shared.check_lost()?;
+        device.check_lost()?;
         let d = device.raw();
         let layout_bindings: Vec<vk::DescriptorSetLayoutBinding> = reflection
             .bindings
