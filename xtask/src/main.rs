@@ -7,7 +7,9 @@
 //! cargo xtask deps               only installs what is missing
 //! cargo xtask repeat N [NAME..]  runs the test binaries that start queues (or the NAMEd ones)
 //!                                N times each, in a row, and counts clean runs
-//! cargo xtask imports [--max N]  the import graph of src/ and its cycles (fails past N files)
+//! cargo xtask imports [--max N]  the import graph of src/ and its cycles (fails past N files),
+//!                                upward imports between layers and functions over 120 lines
+//! cargo xtask bare               the library without its crypto and trace features: build and tests
 //! ```
 //!
 //! On Debian and Ubuntu, "installs what is missing" runs `scripts/install-deps.sh` (apt-get,
@@ -96,6 +98,8 @@ fn racy_validation_layer() -> Option<String> {
 }
 
 fn test() -> Result<(), String> {
+    println!("xtask: the layers of src/ (cargo xtask imports --max 2: no upward import, no cycle of more than two files, no function over 120 lines)");
+    imports::run(&root(), &["--max".to_string(), "2".to_string()])?;
     deps()?;
     let racy = racy_validation_layer();
     let mut c = cargo();
@@ -147,6 +151,21 @@ fn test() -> Result<(), String> {
         "the loom model of what woken waits read without the queue's lock (cargo test --lib --features loom-model seen)",
         c,
     )
+}
+
+/// The bare runtime: the library without its optional `crypto` and `trace` features builds,
+/// and its tests pass on the device with validation (those that need a feature are skipped by
+/// their `required-features`).
+fn bare() -> Result<(), String> {
+    deps()?;
+    let racy = racy_validation_layer();
+    let mut c = cargo();
+    c.args(["test", "--no-default-features", "--features", "shaderc,spirv-validation", "--lib", "--tests"])
+        .env("VKASYNC_VALIDATION", "1");
+    if racy.is_some() {
+        c.args(["--", "--test-threads=1"]);
+    }
+    run("the bare runtime without the crypto and trace features (cargo test --no-default-features --features shaderc,spirv-validation --lib --tests)", c)
 }
 
 /// The integration-test binaries whose tests start queues, executors or queue sets, and so
@@ -280,10 +299,11 @@ fn main() -> ExitCode {
         Some("deps") => deps(),
         Some("repeat") => repeat(&args[1..]),
         Some("imports") => imports::run(&root(), &args[1..]),
+        Some("bare") => bare(),
         _ => {
             eprintln!(
                 "usage: cargo xtask example [ARGS..] | cargo xtask test | cargo xtask deps | cargo xtask repeat N \
-                 [NAME..] | cargo xtask imports [--max N]"
+                 [NAME..] | cargo xtask imports [--max N] | cargo xtask bare"
             );
             return ExitCode::from(2);
         }
