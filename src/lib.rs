@@ -41,24 +41,28 @@
 mod error;
 mod util;
 // Layers, each importing only those above it in this list (ARCHITECTURE.md; `cargo xtask imports`
-// fails on an upward import).
+// fails on an upward import). Blank lines keep rustfmt from sorting them.
 mod vk;
+
 pub mod trace;
+
 mod record;
+
 pub mod executor;
+
 pub mod crypto;
 
-pub use record::batch;
-pub use vk::buffer::{Buffer, MemoryKind};
-pub use record::command_list::CommandList;
-pub use record::recorder::Recorder;
-pub use record::recording::Readback;
-pub use vk::device::{Device, DeviceBuilder, Limits, MemoryReport, RobustAccess};
 pub use error::{Error, Result};
 pub use executor::{
     Ctx, Executor, ExecutorBuilder, FlushPolicy, JoinError, JoinHandle, PerDevice, Queue, QueueBuilder, QueueSet,
     Spawner, Stats, WaitPolicy, DEFAULT_SHUTDOWN_TIMEOUT, DEFAULT_SPIN_BOUND,
 };
+pub use record::batch;
+pub use record::command_list::CommandList;
+pub use record::recorder::Recorder;
+pub use record::recording::Readback;
+pub use vk::buffer::{Buffer, MemoryKind};
+pub use vk::device::{Device, DeviceBuilder, Limits, MemoryReport, RobustAccess};
 pub use vk::instance::{adapters, AdapterInfo, DeviceSelector, DeviceType, QueueFamilyInfo};
 pub use vk::kernel::{Arg, Kernel, KernelSource};
 pub use vk::spirv::{BindingInfo, BindingKind, Reflection};

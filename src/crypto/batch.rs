@@ -27,10 +27,10 @@
 
 use super::host;
 use super::{AesKey, HmacKey};
-use crate::record::batch::{BatchKind, Encoder};
 use crate::error::{Error, Result};
-use crate::util::IdMap;
+use crate::record::batch::{BatchKind, Encoder};
 use crate::record::staging::{Arena, Slot};
+use crate::util::IdMap;
 use crate::{kernels, Arg, Buffer, Device, Kernel, MemoryKind, Recorder};
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -5,12 +5,12 @@
 //! with one command buffer per flush and the device's timeline semaphore; the tests also drive
 //! the core with a simulated queue whose timeline they advance.
 
-use crate::record::recording::{Op, Recording};
+use crate::error::Result;
 use crate::record::copies::CopyKernel;
+use crate::record::recording::{Op, Recording};
+use crate::trace::{GpuSpans, HostKind, QueueTrace, TaskClock};
 use crate::vk::command_pool::CommandPool;
 use crate::vk::device::Device;
-use crate::error::Result;
-use crate::trace::{GpuSpans, HostKind, QueueTrace, TaskClock};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -22,8 +22,8 @@
 //! Bytes are charged to the job that allocated them: a buffer handed to another job still
 //! counts as its allocator's.
 
-use crate::util::lock;
 use crate::error::{Error, Result};
+use crate::util::lock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};

@@ -2,11 +2,11 @@
 
 use super::backend::VulkanBackend;
 use super::core::{lock, ContextState, QueueCore, SyncFuture};
-use crate::vk::buffer::Buffer;
+use crate::error::Result;
 use crate::record::recorder::Recorder;
 use crate::record::recording::Readback;
+use crate::vk::buffer::Buffer;
 use crate::vk::device::Device;
-use crate::error::Result;
 use crate::vk::kernel::{Arg, Kernel};
 use bytemuck::Pod;
 use std::future::Future;

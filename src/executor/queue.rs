@@ -4,8 +4,8 @@
 use super::backend::VulkanBackend;
 use super::core::{spawn_driver, DriverThread, Options, QueueCore, Recorded};
 use super::{default_options, shared_setters, Ctx, FlushPolicy, Stats};
-use crate::vk::device::Device;
 use crate::error::Result;
+use crate::vk::device::Device;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 

@@ -1,8 +1,8 @@
 //! Several GPUs behind one handle: [`QueueSet`].
 
 use super::{Ctx, Queue, Stats};
-use crate::vk::device::Device;
 use crate::error::{Error, Result};
+use crate::vk::device::Device;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

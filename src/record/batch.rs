@@ -67,9 +67,9 @@
 //! # Ok::<(), vkasync::Error>(())
 //! ```
 
-use crate::vk::buffer::RawBuffer;
-use crate::record::recording::Recording;
 use crate::error::{Error, Result};
+use crate::record::recording::Recording;
+use crate::vk::buffer::RawBuffer;
 use crate::vk::kernel::{Arg, Kernel};
 use std::any::Any;
 use std::sync::Arc;

@@ -40,9 +40,9 @@
 //! it is off by default under validation layers older than 1.3.275, which crashed inside
 //! their own code when several devices with device-address buffers recorded at once.
 
+use crate::error::Result;
 use crate::vk::buffer::{MemoryKind, RawBuffer};
 use crate::vk::device::Device;
-use crate::error::Result;
 use crate::vk::kernel::Kernel;
 use ash::vk;
 use std::sync::Arc;

@@ -83,7 +83,11 @@ impl<'a> Writer<'a> {
         self.by_op.get(i).copied().filter(|&o| o != u32::MAX)
     }
 
-    fn barrier(&mut self, src: (vk::PipelineStageFlags, vk::AccessFlags), dst: (vk::PipelineStageFlags, vk::AccessFlags)) {
+    fn barrier(
+        &mut self,
+        src: (vk::PipelineStageFlags, vk::AccessFlags),
+        dst: (vk::PipelineStageFlags, vk::AccessFlags),
+    ) {
         let mb = [vk::MemoryBarrier::default().src_access_mask(src.1).dst_access_mask(dst.1)];
         // SAFETY: `cmd` is recording; the barrier has no handles.
         unsafe { self.d.cmd_pipeline_barrier(self.cmd, src.0, dst.0, vk::DependencyFlags::empty(), &mb, &[], &[]) };
@@ -95,7 +99,12 @@ impl<'a> Writer<'a> {
         fills.sort_unstable_by_key(|b| (vk::Handle::as_raw(b.buffer), b.offset));
         let planned: SmallVec<[Fill<vk::Buffer>; 4]> = fills
             .iter()
-            .map(|b| Fill { buffer: b.buffer, offset: b.offset, len: b.clear_len, to_chunk_end: b.clear_len == b.chunk_class() })
+            .map(|b| Fill {
+                buffer: b.buffer,
+                offset: b.offset,
+                len: b.clear_len,
+                to_chunk_end: b.clear_len == b.chunk_class(),
+            })
             .collect();
         for (buffer, offset, len) in plan::clear_runs(&planned) {
             // SAFETY: the buffer is live (held by an op or a host read of this recording);
@@ -120,7 +129,11 @@ impl<'a> Writer<'a> {
         }
         let infos: SmallVec<[vk::DescriptorBufferInfo; 4]> = args
             .iter()
-            .map(|a| vk::DescriptorBufferInfo { buffer: a.buffer.buffer, offset: a.buffer.offset, range: a.buffer.size })
+            .map(|a| vk::DescriptorBufferInfo {
+                buffer: a.buffer.buffer,
+                offset: a.buffer.offset,
+                range: a.buffer.size,
+            })
             .collect();
         let writes: SmallVec<[vk::WriteDescriptorSet; 4]> = kernel
             .reflection
@@ -142,7 +155,13 @@ impl<'a> Writer<'a> {
         // live (held by the op).
         unsafe {
             if !writes.is_empty() {
-                device.ash_push_descriptor().cmd_push_descriptor_set(cmd, vk::PipelineBindPoint::COMPUTE, kernel.layout, 0, &writes);
+                device.ash_push_descriptor().cmd_push_descriptor_set(
+                    cmd,
+                    vk::PipelineBindPoint::COMPUTE,
+                    kernel.layout,
+                    0,
+                    &writes,
+                );
             }
             if !push.is_empty() && self.pushed != Some((kernel.layout, &push[..])) {
                 d.cmd_push_constants(cmd, kernel.layout, vk::ShaderStageFlags::COMPUTE, 0, push);
@@ -290,7 +309,8 @@ impl Recording {
         // Without per-context time (a trace alone) there are no owners.
         let by_op = if spans.is_some() && !self.owners.is_empty() { self.op_owners() } else { Vec::new() };
         let device = self.device.clone();
-        let mut w = Writer { d: device.raw(), cmd, stats: EncodeStats::default(), spans, by_op, bound: None, pushed: None };
+        let mut w =
+            Writer { d: device.raw(), cmd, stats: EncodeStats::default(), spans, by_op, bound: None, pushed: None };
         if let Some(sp) = &mut w.spans {
             sp.start(cmd, phases.count, self.ops.len() as u32, !w.by_op.is_empty());
         }
@@ -325,7 +345,9 @@ impl Recording {
                     Op::Timestamp { pool, index } => {
                         // SAFETY: the pool is live (held by the op), was reset on the host, and
                         // the index was checked when recorded.
-                        unsafe { w.d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool.pool, *index) };
+                        unsafe {
+                            w.d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool.pool, *index)
+                        };
                     }
                 }
             }

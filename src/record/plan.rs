@@ -157,7 +157,14 @@ impl<K: Copy + Eq + std::hash::Hash> CopyGroups<K> {
 
     /// Adds op `op`'s `regions` between `key`'s buffers (whose addresses `bases` gives when the
     /// pair is new); `track`: remember the op (for GPU spans).
-    pub fn add(&mut self, op: usize, key: (K, K), bases: impl FnOnce() -> (u64, u64), regions: &[vk::BufferCopy], track: bool) {
+    pub fn add(
+        &mut self,
+        op: usize,
+        key: (K, K),
+        bases: impl FnOnce() -> (u64, u64),
+        regions: &[vk::BufferCopy],
+        track: bool,
+    ) {
         let groups = &mut self.groups;
         let slot = *self.index.entry(key).or_insert_with(|| {
             groups.push(CopyGroup { key, bases: bases(), regions: SmallVec::new(), ops: SmallVec::new() });
@@ -180,11 +187,8 @@ impl<K: Copy + Eq + std::hash::Hash> CopyGroups<K> {
         regions: &mut Vec<(u64, u64, u64)>,
     ) -> Option<SmallVec<[bool; 8]>> {
         regions.clear();
-        let by_kernel: SmallVec<[bool; 8]> = self
-            .groups
-            .iter()
-            .map(|g| g.regions.iter().all(|r| qualifies(g.bases.0, g.bases.1, r)))
-            .collect();
+        let by_kernel: SmallVec<[bool; 8]> =
+            self.groups.iter().map(|g| g.regions.iter().all(|r| qualifies(g.bases.0, g.bases.1, r))).collect();
         for g in self.groups.iter().zip(&by_kernel).filter(|(_, &k)| k).map(|(g, _)| g) {
             let (sb, db) = g.bases;
             regions.extend(g.regions.iter().map(|r| (sb + r.src_offset, db + r.dst_offset, r.size)));

@@ -85,7 +85,6 @@ impl Recorder for CommandList {
     }
 }
 
-
 impl Recorder for Encoder<'_> {
     fn device(&self) -> &Device {
         &self.rec.device
@@ -117,4 +116,3 @@ impl Recorder for Encoder<'_> {
         Err(Error::InvalidArgument("a batch kind's encode cannot add batch items to its own flush".into()))
     }
 }
-

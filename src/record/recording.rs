@@ -487,7 +487,6 @@ impl Recording {
             b.encode(self);
         }
     }
-
 }
 
 impl Drop for Recording {
@@ -540,7 +539,12 @@ impl<T: Pod> Readback<T> {
 /// Checks the size of a buffer bound at `info`: at most the device's range for its descriptor
 /// type (the descriptor covers the whole buffer), and at least the static size of the kernel's
 /// block, so that the kernel's fixed members lie inside the buffer.
-fn check_binding_size(kernel: &RawKernel, info: &BindingInfo, size: u64, limits: &crate::vk::device::Limits) -> Result<()> {
+fn check_binding_size(
+    kernel: &RawKernel,
+    info: &BindingInfo,
+    size: u64,
+    limits: &crate::vk::device::Limits,
+) -> Result<()> {
     let (limit, kind, limit_name) = match info.kind {
         BindingKind::Storage => (limits.max_storage_buffer_range, "storage", "maxStorageBufferRange"),
         BindingKind::Uniform => (limits.max_uniform_buffer_range, "uniform", "maxUniformBufferRange"),
@@ -559,4 +563,3 @@ fn check_binding_size(kernel: &RawKernel, info: &BindingInfo, size: u64, limits:
     }
     Ok(())
 }
-

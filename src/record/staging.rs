@@ -18,9 +18,9 @@
 //! timeline values were reached). So memory is never reused while the GPU may still use it,
 //! and never freed under it (in-flight recordings hold the buffers themselves).
 
+use crate::error::{Error, Result};
 use crate::vk::buffer::{MemoryKind, RawBuffer};
 use crate::vk::device::Device;
-use crate::error::{Error, Result};
 use std::sync::{Arc, Mutex};
 
 /// Copies of at least this many bytes are spread over host threads ([`par_copy`]).

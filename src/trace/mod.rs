@@ -78,8 +78,8 @@
 //! charging every command to its context costs host time on every job (`BENCHMARKS.md`).
 //! With both, the GPU spans of single commands also name their context (`ctx`).
 
-use crate::vk::device::Device;
 use crate::error::Result;
+use crate::vk::device::Device;
 use crate::vk::kernel::RawKernel;
 use crate::vk::timestamps::RawQueryPool;
 use ash::vk;

@@ -32,8 +32,8 @@
 //! (the bytes a kernel may still reach past the end, see [`crate::vk::pool`]), which always lies in
 //! the buffer's own chunk.
 
-use crate::vk::device::{Device, DeviceShared};
 use crate::error::{Error, Result};
+use crate::vk::device::{Device, DeviceShared};
 pub use crate::vk::pool::MemoryKind;
 use crate::vk::pool::{Chunk, Pool};
 use ash::vk;

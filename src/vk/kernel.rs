@@ -3,9 +3,9 @@
 //! Descriptors are pushed with `VK_KHR_push_descriptor` at each dispatch, so a kernel needs no
 //! descriptor pool and a dispatch allocates nothing that must be recycled.
 
+use crate::error::{map_oom, Error, Result};
 use crate::vk::buffer::{Buffer, RawBuffer};
 use crate::vk::device::Device;
-use crate::error::{map_oom, Error, Result};
 use crate::vk::spirv::{self, BindingKind, Reflection};
 use ash::vk;
 use bytemuck::Pod;

@@ -40,9 +40,9 @@
 //! between the buffer's end and that rounded end belong to the chunk and are zeroed with the
 //! buffer (see [`crate::Buffer::new`]), so they show no earlier data either.
 
-use crate::vk::device::DeviceShared;
 use crate::error::{map_alloc, map_oom, Error, Result};
 use crate::util::IdMap;
+use crate::vk::device::DeviceShared;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme, Allocator};
 use gpu_allocator::MemoryLocation;
@@ -224,7 +224,7 @@ impl Pool {
         class: u64,
     ) -> Result<Chunk> {
         if self.free.get(&(kind, class)).is_none_or(|l| l.is_empty()) {
-            let mut alloc = crate::util::lock(&allocator);
+            let mut alloc = crate::util::lock(allocator);
             let size = class.max(BLOCK_SIZE);
             let block = match Block::new(device, &mut alloc, size, kind) {
                 Err(Error::OutOfDeviceMemory(_)) if self.trim(device, &mut alloc) > 0 => {
@@ -429,7 +429,7 @@ impl Stash {
     /// lock).
     pub fn drain_into(&self, pool: &mut Pool) {
         for s in &self.shards {
-            for (kind, chunk) in crate::util::lock(&s).drain(..) {
+            for (kind, chunk) in crate::util::lock(s).drain(..) {
                 pool.free(kind, chunk);
             }
         }

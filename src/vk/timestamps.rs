@@ -1,7 +1,7 @@
 //! GPU timestamps, for measuring kernel time on the device itself.
 
-use crate::vk::device::Device;
 use crate::error::{map_oom, map_oom_and_lost, Error, Result};
+use crate::vk::device::Device;
 use ash::vk;
 use std::sync::Arc;
 

@@ -41,7 +41,10 @@ fn root_reexports(lib: &str) -> BTreeMap<String, Vec<String>> {
         let end = text.find(';').unwrap_or(text.len());
         let stmt: String = text[..end].split_whitespace().collect::<Vec<_>>().join(" ");
         let (base, names) = match stmt.find("::{") {
-            Some(b) => (stmt[..b].to_string(), stmt[b + 3..].trim_end_matches('}').split(',').map(|n| n.trim().to_string()).collect()),
+            Some(b) => (
+                stmt[..b].to_string(),
+                stmt[b + 3..].trim_end_matches('}').split(',').map(|n| n.trim().to_string()).collect(),
+            ),
             None => match stmt.rfind("::") {
                 Some(b) => (stmt.to_string(), vec![stmt[b + 2..].to_string()]),
                 None => continue,
@@ -49,8 +52,7 @@ fn root_reexports(lib: &str) -> BTreeMap<String, Vec<String>> {
         };
         let module: Vec<String> = base.split("::").map(String::from).collect();
         for n in names.into_iter().filter(|n| !n.is_empty()) {
-            let module = if stmt.contains("::{") { module.clone() } else { module.clone() };
-            out.insert(n, module);
+            out.insert(n, module.clone());
         }
     }
     out
@@ -62,7 +64,11 @@ fn long_functions(text: &str) -> Vec<(String, usize, usize)> {
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         let code = line.split("//").next().unwrap_or("").trim_start();
-        let code = code.strip_prefix("pub(crate) ").or_else(|| code.strip_prefix("pub(super) ")).or_else(|| code.strip_prefix("pub ")).unwrap_or(code);
+        let code = code
+            .strip_prefix("pub(crate) ")
+            .or_else(|| code.strip_prefix("pub(super) "))
+            .or_else(|| code.strip_prefix("pub "))
+            .unwrap_or(code);
         let code = code.strip_prefix("const ").unwrap_or(code);
         let code = code.strip_prefix("async ").unwrap_or(code);
         let code = code.strip_prefix("unsafe ").unwrap_or(code);
@@ -264,12 +270,14 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     for file in &all {
         let text = std::fs::read_to_string(src.join(file)).map_err(|e| format!("{file}: {e}"))?;
         let module = module_of(file);
-        long.extend(long_functions(&text).into_iter().map(|(name, line, n)| format!("{file}:{line}: fn {name} is {n} lines")));
+        long.extend(
+            long_functions(&text).into_iter().map(|(name, line, n)| format!("{file}:{line}: fn {name} is {n} lines")),
+        );
         for line in text.lines() {
             let code = line.split("//").next().unwrap_or("");
             for mut path in paths_in(code, &module) {
                 if let Some(m) = path.first().and_then(|head| reexports.get(head)) {
-                    if path.len() == 1 || !modules.contains_key(&path[..1].to_vec()) {
+                    if path.len() == 1 || !modules.contains_key(&path[..1]) {
                         path = m.clone();
                     }
                 }
@@ -296,7 +304,11 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     for (from, targets) in &edges {
         for to in targets {
             if layer_of(to) > layer_of(from) {
-                upward.push(format!("{from} ({}) imports {to} ({})", layer_name(layer_of(from)), layer_name(layer_of(to))));
+                upward.push(format!(
+                    "{from} ({}) imports {to} ({})",
+                    layer_name(layer_of(from)),
+                    layer_name(layer_of(to))
+                ));
             }
         }
     }
@@ -319,5 +331,9 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     if !long.is_empty() {
         errors.push(format!("{} functions over {MAX_FN_LINES} lines", long.len()));
     }
-    if errors.is_empty() { Ok(()) } else { Err(errors.join("; ")) }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
 }
