@@ -40,18 +40,22 @@
 
 mod error;
 mod util;
-// Layers, each importing only those above it in this list (ARCHITECTURE.md; `cargo xtask imports`
-// fails on an upward import).
-#[cfg(feature = "crypto")]
-pub mod crypto;
-pub mod executor;
-mod record;
+// Layers, lowest first: each imports only itself and those before it here (ARCHITECTURE.md; `cargo xtask imports`
+// fails on an upward import). Blank lines keep rustfmt from sorting them.
+mod vk;
+
 #[cfg(feature = "trace")]
 pub mod trace;
 #[cfg(not(feature = "trace"))]
 #[path = "trace/off.rs"]
 mod trace;
-mod vk;
+
+mod record;
+
+pub mod executor;
+
+#[cfg(feature = "crypto")]
+pub mod crypto;
 
 pub use error::{Error, Result};
 pub use executor::{

@@ -254,6 +254,7 @@ impl Device {
         DeviceBuilder::new()
     }
 
+    /// Opens a device, step by step: choose and check it, create it, then its queue's objects.
     fn open(
         validation: bool,
         selector: &DeviceSelector,
@@ -266,231 +267,24 @@ impl Device {
         let list = instance::enumerate(&inst.instance)?;
         let (physical, info) = selector.pick(&list)?.clone();
         let instance = &inst.instance;
-        let unsupported = |missing: &str| Error::Unsupported { device: info.name.clone(), missing: missing.into() };
-
-        // Prefer a compute-only family (no graphics), else any family with compute.
-        let family = info
-            .queue_families
-            .iter()
-            .filter(|q| q.compute && q.queue_count > 0)
-            .min_by_key(|q| (q.graphics, q.index))
-            .ok_or_else(|| unsupported("a queue family with compute"))?
-            .index;
-
-        // SAFETY: `physical` was enumerated from the live instance.
-        let exts = unsafe { instance.enumerate_device_extension_properties(physical) }
-            .map_err(map_oom("vkEnumerateDeviceExtensionProperties"))?;
-        let has = |name: &std::ffi::CStr| exts.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name));
-        if !has(ash::khr::push_descriptor::NAME) {
-            return Err(unsupported("the VK_KHR_push_descriptor extension"));
-        }
-
-        let has_robustness2 = has(ash::ext::robustness2::NAME);
-        // Calibrated timestamps (for traces) where the device can pair its clock with
-        // CLOCK_MONOTONIC, the clock `Instant` reads on Linux.
-        let has_calibrated = cfg!(target_os = "linux") && has(ash::ext::calibrated_timestamps::NAME) && {
-            let ext = ash::ext::calibrated_timestamps::Instance::new(&inst.entry, instance);
-            // SAFETY: `physical` was enumerated from the live instance, which offers the
-            // extension's instance-level command (the device extension is present).
-            let domains = unsafe { ext.get_physical_device_calibrateable_time_domains(physical) }.unwrap_or_default();
-            domains.contains(&vk::TimeDomainEXT::DEVICE) && domains.contains(&vk::TimeDomainEXT::CLOCK_MONOTONIC)
-        };
-
-        let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
-        let mut robust2_props = vk::PhysicalDeviceRobustness2PropertiesEXT::default();
-        let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
-        let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut maint3).push_next(&mut subgroup);
-        if has_robustness2 {
-            props2 = props2.push_next(&mut robust2_props);
-        }
-        // SAFETY: as above; the device is 1.2+ (checked by the selector), so the chain is valid;
-        // the robustness2 struct is chained only when the extension is offered.
-        unsafe { instance.get_physical_device_properties2(physical, &mut props2) };
-        let props = props2.properties;
-        // SAFETY: as above.
-        let mem = unsafe { instance.get_physical_device_memory_properties(physical) };
-        let heaps = &mem.memory_heaps[..mem.memory_heap_count as usize];
-        let types = &mem.memory_types[..mem.memory_type_count as usize];
-        let largest_heap = heaps.iter().map(|h| h.size).max().unwrap_or(0);
-        let device_local_heap = heaps
-            .iter()
-            .filter(|h| h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))
-            .map(|h| h.size)
-            .max()
-            .unwrap_or(largest_heap);
-        let host_heap =
-            heaps.iter().filter(|h| !h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL)).map(|h| h.size).max();
-        let unified_memory = !stage_always
-            && types
-                .iter()
-                .filter(|t| t.property_flags.contains(vk::MemoryPropertyFlags::DEVICE_LOCAL))
-                .all(|t| t.property_flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE));
-        let limits = Limits {
-            max_compute_work_group_count: props.limits.max_compute_work_group_count,
-            max_push_constants_size: props.limits.max_push_constants_size,
-            max_storage_buffer_range: props.limits.max_storage_buffer_range as u64,
-            max_uniform_buffer_range: props.limits.max_uniform_buffer_range as u64,
-            max_buffer_size: maint3.max_memory_allocation_size.min(largest_heap),
-            timestamp_period_ns: props.limits.timestamp_period,
-            min_storage_buffer_offset_alignment: props.limits.min_storage_buffer_offset_alignment,
-            max_compute_shared_memory_size: props.limits.max_compute_shared_memory_size,
-            max_compute_work_group_size: props.limits.max_compute_work_group_size,
-            max_compute_work_group_invocations: props.limits.max_compute_work_group_invocations,
-            timestamps: false,
-        };
-
-        let mut supported12 = vk::PhysicalDeviceVulkan12Features::default();
-        let mut supported_robust2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default();
-        let mut features2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut supported12);
-        if has_robustness2 {
-            features2 = features2.push_next(&mut supported_robust2);
-        }
-        // SAFETY: as above (a 1.2 device, so the Vulkan12Features chain is valid; robustness2's
-        // struct only when the extension is offered).
-        unsafe { instance.get_physical_device_features2(physical, &mut features2) };
-        let core_robust = features2.features.robust_buffer_access == vk::TRUE;
-        // The pool keeps chunks aligned to `CHUNK_ALIGN`, so robustness2's rounding of a
-        // binding's range stays inside the buffer's chunk (see `pool`). The specification caps
-        // these alignments at 4 and 256; a driver reporting more is not trusted with it.
-        let robust2_align = robust2_props
-            .robust_storage_buffer_access_size_alignment
-            .max(robust2_props.robust_uniform_buffer_access_size_alignment)
-            .max(1);
-        let robust = match (robust, core_robust) {
-            (false, _) | (true, false) => RobustAccess::Off,
-            (true, true)
-                if has_robustness2
-                    && supported_robust2.robust_buffer_access2 == vk::TRUE
-                    && robust2_align <= crate::vk::pool::CHUNK_ALIGN =>
-            {
-                RobustAccess::Robustness2
-            }
-            (true, true) => RobustAccess::Core,
-        };
-        let clear_align = if robust == RobustAccess::Robustness2 { robust2_align.max(4) } else { 4 };
-        let host_query_reset = supported12.host_query_reset == vk::TRUE;
-        let timestamps = host_query_reset
-            && props.limits.timestamp_compute_and_graphics == vk::TRUE
-            && info.queue_families[family as usize].timestamp_valid_bits > 0;
-        // Buffer device addresses serve the library's own copy kernel only: the SPIR-V
-        // capability check keeps them from users' kernels, which could otherwise reach any
-        // memory of the device (see `copies`).
-        // Off by default under validation layers older than 1.3.275: such a layer (1.3.239 on
-        // Debian 12) crashed inside its own `vkCmdPipelineBarrier` when several devices with
-        // device-address buffers recorded at once in one process (`tests/zero_init.rs` with
-        // its tests in parallel: 3 crashes in 30 runs; none in 30 with copies off, none in 30
-        // with one test at a time). Asked for explicitly, it is on.
-        let compute_copies = compute_copies.unwrap_or(!inst.old_layer);
-        let bda = compute_copies && supported12.buffer_device_address == vk::TRUE;
-        let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
-            .timeline_semaphore(true)
-            .host_query_reset(host_query_reset)
-            .buffer_device_address(bda);
-        // Of the Vulkan 1.0 features only robust buffer access is enabled, and no 1.1 feature;
-        // these feed the SPIR-V capability check.
-        let enabled = vk::PhysicalDeviceFeatures::default().robust_buffer_access(robust != RobustAccess::Off);
-        let f11 = vk::PhysicalDeviceVulkan11Features::default();
-        let internal_features = EnabledFeatures::new(&enabled, &f11, &f12, &subgroup);
-        let shader_features = EnabledFeatures { buffer_device_address: false, ..internal_features };
-        let priorities = [1.0f32];
-        let queue_info =
-            [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
-        let mut ext_names = vec![ash::khr::push_descriptor::NAME.as_ptr()];
-        let mut robust2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default().robust_buffer_access2(true);
-        let mut device_info = vk::DeviceCreateInfo::default()
-            .queue_create_infos(&queue_info)
-            .enabled_features(&enabled)
-            .push_next(&mut f12);
-        if has_calibrated {
-            ext_names.push(ash::ext::calibrated_timestamps::NAME.as_ptr());
-        }
-        if robust == RobustAccess::Robustness2 {
-            ext_names.push(ash::ext::robustness2::NAME.as_ptr());
-            device_info = device_info.push_next(&mut robust2);
-        }
-        let device_info = device_info.enabled_extension_names(&ext_names);
-        let device = {
-            let _serial = crate::vk::instance::lifecycle();
-            // SAFETY: `device_info` and all it points to live across the call; the features
-            // asked for were checked (timeline semaphores by the selector).
-            unsafe { instance.create_device(physical, &device_info, None) }
-        }
-        .map_err(|e| match e {
-            vk::Result::ERROR_FEATURE_NOT_PRESENT | vk::Result::ERROR_EXTENSION_NOT_PRESENT => {
-                unsupported("a feature or extension vkasync needs")
-            }
-            vk::Result::ERROR_DEVICE_LOST => Error::DeviceLost,
-            e => map_oom("vkCreateDevice")(e),
-        })?;
+        let plan = DevicePlan::choose(&inst, physical, &info, stage_always, robust, compute_copies)?;
+        let device = create_logical_device(instance, physical, &info, &plan)?;
         // From here on, `guard` destroys the device if a later step fails.
         let guard = DestroyDevice(Some(device.clone()));
         // SAFETY: the family and index 0 were requested at creation.
-        let queue = unsafe { device.get_device_queue(family, 0) };
-        let mut type_info =
-            vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
-        let sem_info = vk::SemaphoreCreateInfo::default().push_next(&mut type_info);
-        // SAFETY: the device is live; the chain asks for a timeline semaphore, which is enabled.
-        let timeline = unsafe { device.create_semaphore(&sem_info, None) }.map_err(map_oom("vkCreateSemaphore"))?;
-        let allocator = Allocator::new(&AllocatorCreateDesc {
-            instance: instance.clone(),
-            device: device.clone(),
-            physical_device: physical,
-            debug_settings: {
-                let mut settings = gpu_allocator::AllocatorDebugSettings::default();
-                settings.log_leaks_on_shutdown = true;
-                settings
-            },
-            buffer_device_address: bda,
-            allocation_sizes: Default::default(),
-        });
-        let allocator = match allocator {
-            Ok(a) => a,
-            Err(e) => {
-                // SAFETY: the semaphore was never used.
-                unsafe { device.destroy_semaphore(timeline, None) };
-                return Err(map_alloc(e));
-            }
-        };
+        let queue = unsafe { device.get_device_queue(plan.family, 0) };
+        let timeline = create_timeline(&device)?;
+        let allocator = create_allocator(instance, &device, physical, plan.bda, timeline)?;
         let push_descriptor = ash::khr::push_descriptor::Device::new(instance, &device);
-        let calibrated = has_calibrated.then(|| ash::ext::calibrated_timestamps::Device::new(instance, &device));
-        let limits = Limits { timestamps, ..limits };
+        let calibrated = plan.has_calibrated.then(|| ash::ext::calibrated_timestamps::Device::new(instance, &device));
         std::mem::forget(guard);
+        let (family, unified_memory, robust) = (plan.family, plan.unified_memory, plan.robust);
         log::info!(
             "vkasync: opened {} (queue family {family}, unified memory: {unified_memory}, robust access: {robust:?})",
             info.name
         );
-        Ok(Device {
-            shared: Arc::new(DeviceShared {
-                info,
-                limits,
-                unified_memory,
-                robust,
-                clear_align,
-                device,
-                push_descriptor,
-                calibrated,
-                queue_family: family,
-                queue: Mutex::new(queue),
-                timeline,
-                submitted: AtomicU64::new(0),
-                completed: AtomicU64::new(0),
-                lost: AtomicBool::new(false),
-                simulated_loss: AtomicBool::new(false),
-                allocator: ManuallyDrop::new(Mutex::new(allocator)),
-                pool: Mutex::default(),
-                stash: crate::vk::pool::Stash::default(),
-                heap_used: [AtomicU64::new(0), AtomicU64::new(0)],
-                heap_size: [device_local_heap, host_heap.unwrap_or(0)],
-                live_buffers: AtomicU64::new(0),
-                live_bytes: AtomicU64::new(0),
-                blocking_pool: Mutex::new(None),
-                next_id: AtomicU64::new(1),
-                instance: ManuallyDrop::new(inst),
-                shader_features,
-                internal_features,
-                bda,
-            }),
-        })
+        let handles = DeviceHandles { device, push_descriptor, calibrated, queue, timeline, allocator };
+        Ok(Device { shared: Arc::new(DeviceShared::assemble(inst, info, plan, handles)) })
     }
 
     /// Whether `other` is a handle to this same `VkDevice` (clones are; two devices opened on
@@ -859,6 +653,419 @@ impl Drop for DeviceShared {
                 self.device.destroy_device(None);
             }
             ManuallyDrop::drop(&mut self.instance);
+        }
+    }
+}
+
+// Opening a device, step by step (see `Device::open`).
+
+/// The error for a device that lacks `missing`.
+fn unsupported(info: &AdapterInfo, missing: &str) -> Error {
+    Error::Unsupported { device: info.name.clone(), missing: missing.into() }
+}
+
+/// What `Device::open` decides about a physical device before creating the logical device on it.
+struct DevicePlan {
+    /// The queue family to use.
+    family: u32,
+    /// `VK_EXT_calibrated_timestamps` is to be enabled.
+    has_calibrated: bool,
+    limits: Limits,
+    unified_memory: bool,
+    /// The device-local heap's size and the host heap's (0 without a separate one).
+    heap_size: [u64; 2],
+    robust: RobustAccess,
+    clear_align: u64,
+    bda: bool,
+    /// The Vulkan 1.0 features to enable.
+    enabled: vk::PhysicalDeviceFeatures,
+    /// The Vulkan 1.2 features to enable (chained into `VkDeviceCreateInfo`).
+    f12: vk::PhysicalDeviceVulkan12Features<'static>,
+    internal_features: EnabledFeatures,
+    shader_features: EnabledFeatures,
+}
+
+impl DevicePlan {
+    /// Checks the physical device, reads its properties and features, and decides what to enable.
+    fn choose(
+        inst: &InstanceShared,
+        physical: vk::PhysicalDevice,
+        info: &AdapterInfo,
+        stage_always: bool,
+        robust: bool,
+        compute_copies: Option<bool>,
+    ) -> Result<Self> {
+        let instance = &inst.instance;
+        let family = compute_family(info)?;
+        let exts = DeviceExtensions::check(inst, physical, info)?;
+        let props = PhysicalProperties::read(instance, physical, exts.robustness2);
+        let memory = MemoryLayout::read(instance, physical, stage_always);
+        let supported = SupportedFeatures::read(instance, physical, exts.robustness2);
+        let robust = choose_robust(robust, &supported, exts.robustness2, props.robust2_align);
+        let clear_align = if robust == RobustAccess::Robustness2 { props.robust2_align.max(4) } else { 4 };
+        let host_query_reset = supported.host_query_reset;
+        let timestamps = host_query_reset
+            && props.props.limits.timestamp_compute_and_graphics == vk::TRUE
+            && info.queue_families[family as usize].timestamp_valid_bits > 0;
+        // Buffer device addresses serve the library's own copy kernel only: the SPIR-V
+        // capability check keeps them from users' kernels, which could otherwise reach any
+        // memory of the device (see `copies`).
+        // Off by default under validation layers older than 1.3.275: such a layer (1.3.239 on
+        // Debian 12) crashed inside its own `vkCmdPipelineBarrier` when several devices with
+        // device-address buffers recorded at once in one process (`tests/zero_init.rs` with
+        // its tests in parallel: 3 crashes in 30 runs; none in 30 with copies off, none in 30
+        // with one test at a time). Asked for explicitly, it is on.
+        let compute_copies = compute_copies.unwrap_or(!inst.old_layer);
+        let bda = compute_copies && supported.buffer_device_address;
+        let (enabled, f12) = features_to_enable(robust, host_query_reset, bda);
+        // No 1.1 feature is enabled.
+        let f11 = vk::PhysicalDeviceVulkan11Features::default();
+        let internal_features = EnabledFeatures::new(&enabled, &f11, &f12, &props.subgroup);
+        let shader_features = EnabledFeatures { buffer_device_address: false, ..internal_features };
+        Ok(DevicePlan {
+            family,
+            has_calibrated: exts.calibrated,
+            limits: Limits { timestamps, ..device_limits(&props, memory.largest_heap) },
+            unified_memory: memory.unified,
+            heap_size: [memory.device_local_heap, memory.host_heap.unwrap_or(0)],
+            robust,
+            clear_align,
+            bda,
+            enabled,
+            f12,
+            internal_features,
+            shader_features,
+        })
+    }
+}
+
+/// The queue family to use: a compute-only family (no graphics) if any, else any with compute.
+fn compute_family(info: &AdapterInfo) -> Result<u32> {
+    // Prefer a compute-only family (no graphics), else any family with compute.
+    let family = info
+        .queue_families
+        .iter()
+        .filter(|q| q.compute && q.queue_count > 0)
+        .min_by_key(|q| (q.graphics, q.index))
+        .ok_or_else(|| unsupported(info, "a queue family with compute"))?
+        .index;
+    Ok(family)
+}
+
+/// The optional device extensions that `Device::open` enables where offered.
+struct DeviceExtensions {
+    /// `VK_EXT_robustness2` is offered.
+    robustness2: bool,
+    /// `VK_EXT_calibrated_timestamps` is offered with the device and CLOCK_MONOTONIC domains.
+    calibrated: bool,
+}
+
+impl DeviceExtensions {
+    /// Reads the device's extensions: refuses a device without `VK_KHR_push_descriptor`.
+    fn check(inst: &InstanceShared, physical: vk::PhysicalDevice, info: &AdapterInfo) -> Result<Self> {
+        let instance = &inst.instance;
+        // SAFETY: `physical` was enumerated from the live instance.
+        let exts = unsafe { instance.enumerate_device_extension_properties(physical) }
+            .map_err(map_oom("vkEnumerateDeviceExtensionProperties"))?;
+        let has = |name: &std::ffi::CStr| exts.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name));
+        if !has(ash::khr::push_descriptor::NAME) {
+            return Err(unsupported(info, "the VK_KHR_push_descriptor extension"));
+        }
+
+        let robustness2 = has(ash::ext::robustness2::NAME);
+        // Calibrated timestamps (for traces) where the device can pair its clock with
+        // CLOCK_MONOTONIC, the clock `Instant` reads on Linux.
+        let calibrated = cfg!(target_os = "linux") && has(ash::ext::calibrated_timestamps::NAME) && {
+            let ext = ash::ext::calibrated_timestamps::Instance::new(&inst.entry, instance);
+            // SAFETY: `physical` was enumerated from the live instance, which offers the
+            // extension's instance-level command (the device extension is present).
+            let domains = unsafe { ext.get_physical_device_calibrateable_time_domains(physical) }.unwrap_or_default();
+            domains.contains(&vk::TimeDomainEXT::DEVICE) && domains.contains(&vk::TimeDomainEXT::CLOCK_MONOTONIC)
+        };
+        Ok(DeviceExtensions { robustness2, calibrated })
+    }
+}
+
+/// The physical device's properties that `Device::open` uses.
+struct PhysicalProperties {
+    props: vk::PhysicalDeviceProperties,
+    /// `maxMemoryAllocationSize` (`VkPhysicalDeviceMaintenance3Properties`).
+    max_memory_allocation_size: u64,
+    /// The larger of robustness2's storage and uniform access size alignments, at least 1 (1
+    /// without the extension).
+    robust2_align: u64,
+    subgroup: vk::PhysicalDeviceSubgroupProperties<'static>,
+}
+
+impl PhysicalProperties {
+    /// Reads the core, maintenance 3, subgroup and (where offered) robustness2 properties.
+    fn read(instance: &ash::Instance, physical: vk::PhysicalDevice, has_robustness2: bool) -> Self {
+        let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
+        let mut robust2_props = vk::PhysicalDeviceRobustness2PropertiesEXT::default();
+        let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
+        let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut maint3).push_next(&mut subgroup);
+        if has_robustness2 {
+            props2 = props2.push_next(&mut robust2_props);
+        }
+        // SAFETY: `physical` was enumerated from the live instance; the device is 1.2+ (checked
+        // by the selector), so the chain is valid; the robustness2 struct is chained only when
+        // the extension is offered.
+        unsafe { instance.get_physical_device_properties2(physical, &mut props2) };
+        let props = props2.properties;
+        let robust2_align = robust2_props
+            .robust_storage_buffer_access_size_alignment
+            .max(robust2_props.robust_uniform_buffer_access_size_alignment)
+            .max(1);
+        PhysicalProperties {
+            props,
+            max_memory_allocation_size: maint3.max_memory_allocation_size,
+            robust2_align,
+            subgroup,
+        }
+    }
+}
+
+/// The physical device's memory heaps and types, as `Device::open` uses them.
+struct MemoryLayout {
+    largest_heap: u64,
+    /// The largest device-local heap (the largest heap if none is device-local).
+    device_local_heap: u64,
+    /// The largest heap that is not device-local, if any.
+    host_heap: Option<u64>,
+    /// Every device-local memory type is host-visible (and staging is not forced).
+    unified: bool,
+}
+
+impl MemoryLayout {
+    /// Reads the memory properties; `stage_always` makes the memory count as not unified.
+    fn read(instance: &ash::Instance, physical: vk::PhysicalDevice, stage_always: bool) -> Self {
+        // SAFETY: `physical` was enumerated from the live instance.
+        let mem = unsafe { instance.get_physical_device_memory_properties(physical) };
+        let heaps = &mem.memory_heaps[..mem.memory_heap_count as usize];
+        let types = &mem.memory_types[..mem.memory_type_count as usize];
+        let largest_heap = heaps.iter().map(|h| h.size).max().unwrap_or(0);
+        let device_local_heap = heaps
+            .iter()
+            .filter(|h| h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))
+            .map(|h| h.size)
+            .max()
+            .unwrap_or(largest_heap);
+        let host_heap =
+            heaps.iter().filter(|h| !h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL)).map(|h| h.size).max();
+        let unified = !stage_always
+            && types
+                .iter()
+                .filter(|t| t.property_flags.contains(vk::MemoryPropertyFlags::DEVICE_LOCAL))
+                .all(|t| t.property_flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE));
+        MemoryLayout { largest_heap, device_local_heap, host_heap, unified }
+    }
+}
+
+/// The limits vkasync checks, from the properties (`timestamps` is set by the caller, from the features).
+fn device_limits(props: &PhysicalProperties, largest_heap: u64) -> Limits {
+    let limits = &props.props.limits;
+    Limits {
+        max_compute_work_group_count: limits.max_compute_work_group_count,
+        max_push_constants_size: limits.max_push_constants_size,
+        max_storage_buffer_range: limits.max_storage_buffer_range as u64,
+        max_uniform_buffer_range: limits.max_uniform_buffer_range as u64,
+        max_buffer_size: props.max_memory_allocation_size.min(largest_heap),
+        timestamp_period_ns: limits.timestamp_period,
+        min_storage_buffer_offset_alignment: limits.min_storage_buffer_offset_alignment,
+        max_compute_shared_memory_size: limits.max_compute_shared_memory_size,
+        max_compute_work_group_size: limits.max_compute_work_group_size,
+        max_compute_work_group_invocations: limits.max_compute_work_group_invocations,
+        timestamps: false,
+    }
+}
+
+/// The features the physical device offers that `Device::open` may enable.
+struct SupportedFeatures {
+    robust_buffer_access: bool,
+    /// `robustBufferAccess2` (false without `VK_EXT_robustness2`).
+    robust_buffer_access2: bool,
+    host_query_reset: bool,
+    buffer_device_address: bool,
+}
+
+impl SupportedFeatures {
+    /// Reads the core, Vulkan 1.2 and (where offered) robustness2 features.
+    fn read(instance: &ash::Instance, physical: vk::PhysicalDevice, has_robustness2: bool) -> Self {
+        let mut supported12 = vk::PhysicalDeviceVulkan12Features::default();
+        let mut supported_robust2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default();
+        let mut features2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut supported12);
+        if has_robustness2 {
+            features2 = features2.push_next(&mut supported_robust2);
+        }
+        // SAFETY: `physical` was enumerated from the live instance (a 1.2 device, so the
+        // Vulkan12Features chain is valid; robustness2's struct only when the extension is
+        // offered).
+        unsafe { instance.get_physical_device_features2(physical, &mut features2) };
+        let robust_buffer_access = features2.features.robust_buffer_access == vk::TRUE;
+        SupportedFeatures {
+            robust_buffer_access,
+            robust_buffer_access2: supported_robust2.robust_buffer_access2 == vk::TRUE,
+            host_query_reset: supported12.host_query_reset == vk::TRUE,
+            buffer_device_address: supported12.buffer_device_address == vk::TRUE,
+        }
+    }
+}
+
+/// Which robust buffer access to enable, from what was asked (`asked`) and what is offered.
+fn choose_robust(
+    asked: bool,
+    supported: &SupportedFeatures,
+    has_robustness2: bool,
+    robust2_align: u64,
+) -> RobustAccess {
+    // The pool keeps chunks aligned to `CHUNK_ALIGN`, so robustness2's rounding of a
+    // binding's range stays inside the buffer's chunk (see `pool`). The specification caps
+    // these alignments at 4 and 256; a driver reporting more is not trusted with it.
+    match (asked, supported.robust_buffer_access) {
+        (false, _) | (true, false) => RobustAccess::Off,
+        (true, true)
+            if has_robustness2 && supported.robust_buffer_access2 && robust2_align <= crate::vk::pool::CHUNK_ALIGN =>
+        {
+            RobustAccess::Robustness2
+        }
+        (true, true) => RobustAccess::Core,
+    }
+}
+
+/// The Vulkan 1.0 and 1.2 features to enable at `vkCreateDevice`.
+fn features_to_enable(
+    robust: RobustAccess,
+    host_query_reset: bool,
+    bda: bool,
+) -> (vk::PhysicalDeviceFeatures, vk::PhysicalDeviceVulkan12Features<'static>) {
+    let f12 = vk::PhysicalDeviceVulkan12Features::default()
+        .timeline_semaphore(true)
+        .host_query_reset(host_query_reset)
+        .buffer_device_address(bda);
+    // Of the Vulkan 1.0 features only robust buffer access is enabled, and no 1.1 feature;
+    // these feed the SPIR-V capability check.
+    let enabled = vk::PhysicalDeviceFeatures::default().robust_buffer_access(robust != RobustAccess::Off);
+    (enabled, f12)
+}
+
+/// Creates the logical device: one queue of the plan's family, its features and extensions.
+fn create_logical_device(
+    instance: &ash::Instance,
+    physical: vk::PhysicalDevice,
+    info: &AdapterInfo,
+    plan: &DevicePlan,
+) -> Result<ash::Device> {
+    let priorities = [1.0f32];
+    let queue_info =
+        [vk::DeviceQueueCreateInfo::default().queue_family_index(plan.family).queue_priorities(&priorities)];
+    let mut ext_names = vec![ash::khr::push_descriptor::NAME.as_ptr()];
+    let mut f12 = plan.f12;
+    let mut robust2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default().robust_buffer_access2(true);
+    let mut device_info = vk::DeviceCreateInfo::default()
+        .queue_create_infos(&queue_info)
+        .enabled_features(&plan.enabled)
+        .push_next(&mut f12);
+    if plan.has_calibrated {
+        ext_names.push(ash::ext::calibrated_timestamps::NAME.as_ptr());
+    }
+    if plan.robust == RobustAccess::Robustness2 {
+        ext_names.push(ash::ext::robustness2::NAME.as_ptr());
+        device_info = device_info.push_next(&mut robust2);
+    }
+    let device_info = device_info.enabled_extension_names(&ext_names);
+    {
+        let _serial = crate::vk::instance::lifecycle();
+        // SAFETY: `device_info` and all it points to live across the call; the features
+        // asked for were checked (timeline semaphores by the selector).
+        unsafe { instance.create_device(physical, &device_info, None) }
+    }
+    .map_err(|e| match e {
+        vk::Result::ERROR_FEATURE_NOT_PRESENT | vk::Result::ERROR_EXTENSION_NOT_PRESENT => {
+            unsupported(info, "a feature or extension vkasync needs")
+        }
+        vk::Result::ERROR_DEVICE_LOST => Error::DeviceLost,
+        e => map_oom("vkCreateDevice")(e),
+    })
+}
+
+/// Creates the queue's timeline semaphore, at 0.
+fn create_timeline(device: &ash::Device) -> Result<vk::Semaphore> {
+    let mut type_info =
+        vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
+    let sem_info = vk::SemaphoreCreateInfo::default().push_next(&mut type_info);
+    // SAFETY: the device is live; the chain asks for a timeline semaphore, which is enabled.
+    unsafe { device.create_semaphore(&sem_info, None) }.map_err(map_oom("vkCreateSemaphore"))
+}
+
+/// Creates the memory allocator; if that fails, destroys `timeline` (never used) too.
+fn create_allocator(
+    instance: &ash::Instance,
+    device: &ash::Device,
+    physical: vk::PhysicalDevice,
+    bda: bool,
+    timeline: vk::Semaphore,
+) -> Result<Allocator> {
+    Allocator::new(&AllocatorCreateDesc {
+        instance: instance.clone(),
+        device: device.clone(),
+        physical_device: physical,
+        debug_settings: {
+            let mut settings = gpu_allocator::AllocatorDebugSettings::default();
+            settings.log_leaks_on_shutdown = true;
+            settings
+        },
+        buffer_device_address: bda,
+        allocation_sizes: Default::default(),
+    })
+    .map_err(|e| {
+        // SAFETY: the semaphore was never used.
+        unsafe { device.destroy_semaphore(timeline, None) };
+        map_alloc(e)
+    })
+}
+
+/// The objects `Device::open` created, for [`DeviceShared::assemble`].
+struct DeviceHandles {
+    device: ash::Device,
+    push_descriptor: ash::khr::push_descriptor::Device,
+    calibrated: Option<ash::ext::calibrated_timestamps::Device>,
+    queue: vk::Queue,
+    timeline: vk::Semaphore,
+    allocator: Allocator,
+}
+
+impl DeviceShared {
+    /// A freshly opened device's state: nothing submitted, allocated or pooled yet.
+    fn assemble(inst: InstanceShared, info: AdapterInfo, plan: DevicePlan, handles: DeviceHandles) -> Self {
+        DeviceShared {
+            info,
+            limits: plan.limits,
+            unified_memory: plan.unified_memory,
+            robust: plan.robust,
+            clear_align: plan.clear_align,
+            device: handles.device,
+            push_descriptor: handles.push_descriptor,
+            calibrated: handles.calibrated,
+            queue_family: plan.family,
+            queue: Mutex::new(handles.queue),
+            timeline: handles.timeline,
+            submitted: AtomicU64::new(0),
+            completed: AtomicU64::new(0),
+            lost: AtomicBool::new(false),
+            simulated_loss: AtomicBool::new(false),
+            allocator: ManuallyDrop::new(Mutex::new(handles.allocator)),
+            pool: Mutex::default(),
+            stash: crate::vk::pool::Stash::default(),
+            heap_used: [AtomicU64::new(0), AtomicU64::new(0)],
+            heap_size: plan.heap_size,
+            live_buffers: AtomicU64::new(0),
+            live_bytes: AtomicU64::new(0),
+            blocking_pool: Mutex::new(None),
+            next_id: AtomicU64::new(1),
+            instance: ManuallyDrop::new(inst),
+            shader_features: plan.shader_features,
+            internal_features: plan.internal_features,
+            bda: plan.bda,
         }
     }
 }

@@ -224,7 +224,7 @@ impl Pool {
         class: u64,
     ) -> Result<Chunk> {
         if self.free.get(&(kind, class)).is_none_or(|l| l.is_empty()) {
-            let mut alloc = crate::util::lock(&allocator);
+            let mut alloc = crate::util::lock(allocator);
             let size = class.max(BLOCK_SIZE);
             let block = match Block::new(device, &mut alloc, size, kind) {
                 Err(Error::OutOfDeviceMemory(_)) if self.trim(device, &mut alloc) > 0 => {
@@ -429,7 +429,7 @@ impl Stash {
     /// lock).
     pub fn drain_into(&self, pool: &mut Pool) {
         for s in &self.shards {
-            for (kind, chunk) in crate::util::lock(&s).drain(..) {
+            for (kind, chunk) in crate::util::lock(s).drain(..) {
                 pool.free(kind, chunk);
             }
         }

@@ -241,121 +241,157 @@ pub(crate) fn check(
     max_size: [u32; 3],
     max_invocations: u32,
 ) -> Result<[u32; 3]> {
-    let bad = |m: String| Error::InvalidSpirv(m);
-    let mut entry: Option<u32> = None;
-    let mut local_size: Option<[u32; 3]> = None;
-    let mut local_size_ids: Vec<(u32, [u32; 3])> = Vec::new();
-    let mut literal_sizes: Vec<(u32, [u32; 3])> = Vec::new();
-    let mut builtin_ids: Vec<u32> = Vec::new();
-    let mut scalars: HashMap<u32, u32> = HashMap::new();
-    let mut composites: HashMap<u32, Vec<u32>> = HashMap::new();
-    let mut i = 5;
-    while i < words.len() {
-        let count = (words[i] >> 16) as usize;
-        let op = words[i] & 0xffff;
-        if count == 0 || i + count > words.len() {
-            return Err(bad("truncated instruction".into()));
-        }
-        let ops = &words[i + 1..i + count];
-        match op {
-            OP_CAPABILITY if !ops.is_empty() => {
-                let (name, need) = capability(ops[0], features);
-                let requires = match need {
-                    Need::Always => None,
-                    Need::Feature(_, true) => None,
-                    Need::Feature(feature, false) => {
-                        Some(format!("the {feature} feature, which vkasync did not enable"))
-                    }
-                    Need::Subgroup(flag, _) if features.subgroup_operations.contains(flag) => None,
-                    Need::Subgroup(_, class) => {
-                        Some(format!("subgroup operations of class {class} in compute shaders, which the device lacks"))
-                    }
-                    Need::Never => Some("a feature or extension that vkasync does not support".to_string()),
-                };
-                if let Some(requires) = requires {
-                    return Err(Error::UnsupportedCapability {
-                        kernel: kernel.into(),
-                        capability: name.into_owned(),
-                        requires,
-                    });
-                }
-            }
-            OP_EXTENSION => {
-                let name = literal_string(ops);
-                if !CORE_EXTENSIONS.contains(&name.as_str()) {
-                    return Err(Error::UnsupportedCapability {
-                        kernel: kernel.into(),
-                        capability: format!("extension {name}"),
-                        requires: "a device extension that vkasync does not enable".into(),
-                    });
-                }
-            }
-            OP_ENTRY_POINT if ops.len() >= 2 && ops[0] == MODEL_GLCOMPUTE && entry.is_none() => {
-                // The name becomes `pName`, which must be UTF-8 (the validation layer also refuses
-                // control characters); reflection would otherwise pass a lossy copy.
-                let bytes: Vec<u8> = ops[2..].iter().flat_map(|w| w.to_le_bytes()).collect();
-                let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-                match std::str::from_utf8(&bytes[..end]) {
-                    Ok(name) if !name.is_empty() && !name.chars().any(char::is_control) => {}
-                    _ => return Err(bad(format!("the entry point's name {:?} is not usable", &bytes[..end]))),
-                }
-                entry = Some(ops[1]);
-            }
-            OP_EXECUTION_MODE if ops.len() >= 5 && ops[1] == MODE_LOCAL_SIZE => {
-                literal_sizes.push((ops[0], [ops[2], ops[3], ops[4]]));
-            }
-            OP_EXECUTION_MODE_ID if ops.len() >= 5 && ops[1] == MODE_LOCAL_SIZE_ID => {
-                local_size_ids.push((ops[0], [ops[2], ops[3], ops[4]]));
-            }
-            OP_DECORATE if ops.len() >= 3 && ops[1] == DEC_BUILT_IN && ops[2] == BUILT_IN_WORKGROUP_SIZE => {
-                builtin_ids.push(ops[0]);
-            }
-            OP_CONSTANT | OP_SPEC_CONSTANT if ops.len() >= 3 => {
-                scalars.insert(ops[1], ops[2]);
-            }
-            OP_CONSTANT_COMPOSITE | OP_SPEC_CONSTANT_COMPOSITE if ops.len() >= 2 => {
-                composites.insert(ops[1], ops[2..].to_vec());
-            }
-            _ => {}
-        }
-        i += count;
-    }
-    let entry = entry.ok_or_else(|| bad("no GLCompute entry point".into()))?;
-    let resolve = |ids: &[u32]| -> Option<[u32; 3]> {
-        match ids {
-            [x, y, z] => Some([*scalars.get(x)?, *scalars.get(y)?, *scalars.get(z)?]),
-            _ => None,
-        }
-    };
-    if let Some(id) = builtin_ids.iter().find(|id| composites.contains_key(id)) {
-        local_size = Some(
-            resolve(&composites[id])
-                .ok_or_else(|| bad("the WorkgroupSize built-in is not made of 3 integer constants".into()))?,
-        );
-    }
-    if local_size.is_none() {
-        if let Some((_, ids)) = local_size_ids.iter().find(|(e, _)| *e == entry) {
-            local_size = Some(resolve(ids).ok_or_else(|| bad("LocalSizeId does not name 3 integer constants".into()))?);
-        }
-    }
-    if local_size.is_none() {
-        local_size = literal_sizes.iter().find(|(e, _)| *e == entry).map(|(_, s)| *s);
-    }
-    let size = local_size.ok_or_else(|| bad("the compute entry point declares no workgroup size".into()))?;
-    let fits = |size: [u32; 3]| {
-        let invocations = size.iter().map(|&s| s as u128).product::<u128>();
-        !(size.contains(&0) || size.iter().zip(max_size).any(|(&s, m)| s > m) || invocations > max_invocations as u128)
-    };
-    if !fits(size) {
+    let scan = scan(kernel, words, features)?;
+    let entry = scan.entry.ok_or_else(|| Error::InvalidSpirv("no GLCompute entry point".into()))?;
+    let size = scan.workgroup_size(entry)?;
+    if !fits(size, max_size, max_invocations) {
         return Err(Error::WorkgroupSize { kernel: kernel.into(), size, max_size, max_invocations });
     }
     // A LocalSize literal that the WorkgroupSize built-in overrides must fit too. The
     // specification lets the built-in win, but older validation layers (1.3.204, Ubuntu
     // 22.04's) still check the literal against the device, and such a module is suspect anyway.
-    if let Some(&(_, literal)) = literal_sizes.iter().find(|(e, _)| *e == entry) {
-        if !fits(literal) {
+    if let Some(literal) = scan.literal_size(entry) {
+        if !fits(literal, max_size, max_invocations) {
             return Err(Error::WorkgroupSize { kernel: kernel.into(), size: literal, max_size, max_invocations });
         }
     }
     Ok(size)
+}
+
+/// Whether a workgroup of `size` is not empty and within `max_size` and `max_invocations`.
+fn fits(size: [u32; 3], max_size: [u32; 3], max_invocations: u32) -> bool {
+    let invocations = size.iter().map(|&s| s as u128).product::<u128>();
+    !(size.contains(&0) || size.iter().zip(max_size).any(|(&s, m)| s > m) || invocations > max_invocations as u128)
+}
+
+/// What [`scan`] collects from a module to find its workgroup size.
+#[derive(Default)]
+struct Scan {
+    /// The first GLCompute entry point's id.
+    entry: Option<u32>,
+    /// `LocalSizeId` execution modes: (entry point, constant ids).
+    local_size_ids: Vec<(u32, [u32; 3])>,
+    /// `LocalSize` execution modes: (entry point, size).
+    literal_sizes: Vec<(u32, [u32; 3])>,
+    /// Ids decorated with the `WorkgroupSize` built-in.
+    builtin_ids: Vec<u32>,
+    /// Scalar constants and spec constants: id to value.
+    scalars: HashMap<u32, u32>,
+    /// Composite constants and spec constants: id to constituent ids.
+    composites: HashMap<u32, Vec<u32>>,
+}
+
+/// Walks the instructions: refuses what the device lacks, and collects what the workgroup size is made of.
+fn scan(kernel: &str, words: &[u32], features: &EnabledFeatures) -> Result<Scan> {
+    let mut s = Scan::default();
+    let mut i = 5;
+    while i < words.len() {
+        let count = (words[i] >> 16) as usize;
+        let op = words[i] & 0xffff;
+        if count == 0 || i + count > words.len() {
+            return Err(Error::InvalidSpirv("truncated instruction".into()));
+        }
+        let ops = &words[i + 1..i + count];
+        match op {
+            OP_CAPABILITY if !ops.is_empty() => check_capability(kernel, ops[0], features)?,
+            OP_EXTENSION => check_extension(kernel, ops)?,
+            OP_ENTRY_POINT if ops.len() >= 2 && ops[0] == MODEL_GLCOMPUTE && s.entry.is_none() => {
+                check_entry_point_name(&ops[2..])?;
+                s.entry = Some(ops[1]);
+            }
+            OP_EXECUTION_MODE if ops.len() >= 5 && ops[1] == MODE_LOCAL_SIZE => {
+                s.literal_sizes.push((ops[0], [ops[2], ops[3], ops[4]]));
+            }
+            OP_EXECUTION_MODE_ID if ops.len() >= 5 && ops[1] == MODE_LOCAL_SIZE_ID => {
+                s.local_size_ids.push((ops[0], [ops[2], ops[3], ops[4]]));
+            }
+            OP_DECORATE if ops.len() >= 3 && ops[1] == DEC_BUILT_IN && ops[2] == BUILT_IN_WORKGROUP_SIZE => {
+                s.builtin_ids.push(ops[0]);
+            }
+            OP_CONSTANT | OP_SPEC_CONSTANT if ops.len() >= 3 => {
+                s.scalars.insert(ops[1], ops[2]);
+            }
+            OP_CONSTANT_COMPOSITE | OP_SPEC_CONSTANT_COMPOSITE if ops.len() >= 2 => {
+                s.composites.insert(ops[1], ops[2..].to_vec());
+            }
+            _ => {}
+        }
+        i += count;
+    }
+    Ok(s)
+}
+
+/// Refuses an `OpCapability` whose feature or subgroup operations the device does not offer.
+fn check_capability(kernel: &str, cap: u32, features: &EnabledFeatures) -> Result<()> {
+    let (name, need) = capability(cap, features);
+    let requires = match need {
+        Need::Always => None,
+        Need::Feature(_, true) => None,
+        Need::Feature(feature, false) => Some(format!("the {feature} feature, which vkasync did not enable")),
+        Need::Subgroup(flag, _) if features.subgroup_operations.contains(flag) => None,
+        Need::Subgroup(_, class) => {
+            Some(format!("subgroup operations of class {class} in compute shaders, which the device lacks"))
+        }
+        Need::Never => Some("a feature or extension that vkasync does not support".to_string()),
+    };
+    match requires {
+        Some(requires) => {
+            Err(Error::UnsupportedCapability { kernel: kernel.into(), capability: name.into_owned(), requires })
+        }
+        None => Ok(()),
+    }
+}
+
+/// Refuses an `OpExtension` (`ops`: its name) that is not core in Vulkan 1.2.
+fn check_extension(kernel: &str, ops: &[u32]) -> Result<()> {
+    let name = literal_string(ops);
+    if !CORE_EXTENSIONS.contains(&name.as_str()) {
+        return Err(Error::UnsupportedCapability {
+            kernel: kernel.into(),
+            capability: format!("extension {name}"),
+            requires: "a device extension that vkasync does not enable".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Refuses a compute entry point's name (`name`: its words) that cannot be passed as `pName`.
+fn check_entry_point_name(name: &[u32]) -> Result<()> {
+    // The name becomes `pName`, which must be UTF-8 (the validation layer also refuses
+    // control characters); reflection would otherwise pass a lossy copy.
+    let bytes: Vec<u8> = name.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    match std::str::from_utf8(&bytes[..end]) {
+        Ok(name) if !name.is_empty() && !name.chars().any(char::is_control) => Ok(()),
+        _ => Err(Error::InvalidSpirv(format!("the entry point's name {:?} is not usable", &bytes[..end]))),
+    }
+}
+
+impl Scan {
+    /// `entry`'s workgroup size: the `WorkgroupSize` built-in, else its `LocalSizeId`, else its `LocalSize`.
+    fn workgroup_size(&self, entry: u32) -> Result<[u32; 3]> {
+        let bad = |m: &str| Error::InvalidSpirv(m.into());
+        if let Some(id) = self.builtin_ids.iter().find(|id| self.composites.contains_key(id)) {
+            return self
+                .resolve(&self.composites[id])
+                .ok_or_else(|| bad("the WorkgroupSize built-in is not made of 3 integer constants"));
+        }
+        if let Some((_, ids)) = self.local_size_ids.iter().find(|(e, _)| *e == entry) {
+            return self.resolve(ids).ok_or_else(|| bad("LocalSizeId does not name 3 integer constants"));
+        }
+        self.literal_size(entry).ok_or_else(|| bad("the compute entry point declares no workgroup size"))
+    }
+
+    /// The `LocalSize` literal of `entry`, if it has one.
+    fn literal_size(&self, entry: u32) -> Option<[u32; 3]> {
+        self.literal_sizes.iter().find(|(e, _)| *e == entry).map(|(_, s)| *s)
+    }
+
+    /// The values of three scalar constants, if `ids` names exactly three.
+    fn resolve(&self, ids: &[u32]) -> Option<[u32; 3]> {
+        match ids {
+            [x, y, z] => Some([*self.scalars.get(x)?, *self.scalars.get(y)?, *self.scalars.get(z)?]),
+            _ => None,
+        }
+    }
 }

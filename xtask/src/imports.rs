@@ -52,8 +52,7 @@ fn root_reexports(lib: &str) -> BTreeMap<String, Vec<String>> {
         };
         let module: Vec<String> = base.split("::").map(String::from).collect();
         for n in names.into_iter().filter(|n| !n.is_empty()) {
-            let module = if stmt.contains("::{") { module.clone() } else { module.clone() };
-            out.insert(n, module);
+            out.insert(n, module.clone());
         }
     }
     out
@@ -278,7 +277,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
             let code = line.split("//").next().unwrap_or("");
             for mut path in paths_in(code, &module) {
                 if let Some(m) = path.first().and_then(|head| reexports.get(head)) {
-                    if path.len() == 1 || !modules.contains_key(&path[..1].to_vec()) {
+                    if path.len() == 1 || !modules.contains_key(&path[..1]) {
                         path = m.clone();
                     }
                 }
