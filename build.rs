@@ -5,7 +5,7 @@
 //! - `shaders/*.comp` become `$OUT_DIR/kernels.rs` (`vkasync::kernels::*`, one `KernelSource`
 //!   constant per shader, so kernels are named by items the compiler checks);
 //! - `shaders/internal/*.comp` become `$OUT_DIR/internal_kernels.rs` (the library's own copy
-//!   kernels, `src/copies.rs`).
+//!   kernels, `src/record/copies.rs`).
 //!
 //! Nothing is linked here: run-time validation (feature `spirv-validation`) takes SPIRV-Tools
 //! from shaderc's link through `vkasync-spirv`.

@@ -155,7 +155,7 @@ fi
 fresh_wineserver
 
 # The validation layer, forced in from the host side (see the top of this file). Older layers
-# than 1.3.275 get what vkasync itself does for them (src/instance.rs, src/device.rs): their
+# than 1.3.275 get what vkasync itself does for them (src/vk/instance.rs, src/vk/device.rs): their
 # thread-safety checks off, and no compute copies by default.
 layer_manifest=""
 for d in "${XDG_CONFIG_HOME:-$HOME/.config}/vulkan" /etc/xdg/vulkan /etc/vulkan \

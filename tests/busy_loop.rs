@@ -5,7 +5,7 @@
 //! these tests running next to `tests/executor.rs`'s one-flush thousand-task test crashed the
 //! layer (Mesa 22.3 lavapipe, layer 1.3.239; in about 1 of 10 parallel runs, also with the
 //! hand-over to the driver thread turned off; never with `--test-threads=1` or without the
-//! layer), before such layers ran with their thread-safety checks off (see `src/instance.rs`).
+//! layer), before such layers ran with their thread-safety checks off (see `src/vk/instance.rs`).
 
 mod common;
 use common::mix_expected as expected;

@@ -238,7 +238,16 @@ fn nothing_leaks() {
     drop(again);
     assert!(device.trim() > 0);
     assert_eq!(device.memory_report().pooled_bytes, 0);
-    drop(kernel);
+    // Kernels, timestamps, a blocking list and an executor that ran a job: once all are gone,
+    // nothing else holds the device, so its last handle destroys it.
+    let ts = vkasync::Timestamps::new(&device, 2);
+    let exec = vkasync::Executor::new(&device).unwrap();
+    let h = exec.spawn(mix_task(exec.context(), kernel.clone(), 1, 256, 1));
+    exec.run();
+    assert_eq!(h.join().unwrap().unwrap(), mix_expected(1, 256, 1));
+    assert!(device.debug_handle_count() > 1);
+    drop((kernel, ts, exec));
+    assert_eq!(device.debug_handle_count(), 1, "something made from the device still holds it");
     finish(device);
 }
 

@@ -18,7 +18,7 @@
 //! - When a submission is encoded, the first op that uses a fresh buffer decides: a copy that
 //!   overwrites the whole buffer (an upload through staging) needs nothing; anything else (a
 //!   dispatch, a partial upload, a read-back) gets a `vkCmdFillBuffer` of zeros recorded at the
-//!   start of that submission, before its first phase (see [`crate::record::commands`]). The recording
+//!   start of that submission, before its first phase (see [`crate::record::plan`]). The recording
 //!   that took the clear marks the buffer defined once it is submitted, and gives the clear back
 //!   if it is dropped unsubmitted.
 //! - Clears are decided in submission order (at encode time), so recordings submitted in any

@@ -246,7 +246,13 @@ impl Kernel {
         // SAFETY: the module is no longer needed once the pipeline exists.
         unsafe { d.destroy_shader_module(guard.module, None) };
         let layout = guard.layout;
-        std::mem::forget(guard);
+        // The pieces now belong to the kernel: the guard destroys nothing (null handles) and
+        // lets its device handle go. (Forgetting the guard leaked that handle, and with it the
+        // whole device, for every kernel made.)
+        guard.set_layout = vk::DescriptorSetLayout::null();
+        guard.layout = vk::PipelineLayout::null();
+        guard.module = vk::ShaderModule::null();
+        drop(guard);
         Ok(Kernel {
             raw: Arc::new(RawKernel {
                 device: device.clone(),
