@@ -89,9 +89,9 @@ x86_64-w64-mingw32-gcc -O2 -shared -o "$stub" scripts/windows/bcryptprimitives.c
     scripts/windows/bcryptprimitives.def -ladvapi32
 
 # --- Build ---------------------------------------------------------------------------------
-say "building the test binaries and examples for $target (features: shaderc, no spirv-validation)"
+say "building the test binaries and examples for $target (features: shaderc, crypto, trace; no spirv-validation)"
 artifacts="$work/artifacts.json"
-cargo build --target "$target" --no-default-features --features shaderc --tests --examples \
+cargo build --target "$target" --no-default-features --features shaderc,crypto,trace --tests --examples \
     --message-format=json-render-diagnostics >"$artifacts"
 
 # One "KIND NAME EXECUTABLE" line per executable that cargo built: KIND is test (an
