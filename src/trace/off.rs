@@ -99,7 +99,9 @@ pub(crate) trait SpanSource {
     fn kernel(&self, op: u32) -> Option<&Arc<RawKernel>>;
 }
 
-pub(crate) type SparePools = ();
+/// Spare query pools: none without the trace.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct SparePools(());
 
 /// GPU spans: never made (a queue has them only with a trace or GPU timing).
 #[derive(Debug)]

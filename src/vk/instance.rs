@@ -152,17 +152,27 @@ impl Drop for InstanceShared {
     }
 }
 
-/// Opens the Vulkan loader: the system's, or the library at `path`.
+/// Opens the Vulkan loader: the system's, or the library at `path`. Each loader is opened once
+/// and stays loaded for the life of the process: closing it unloads the driver's libraries with
+/// it, and NVIDIA's do not come back in the same process (on an H200, every instance made after
+/// the last one was destroyed found no device).
 pub(crate) fn load_entry(path: Option<&std::path::Path>) -> Result<ash::Entry> {
+    static LOADED: Mutex<Vec<(Option<std::path::PathBuf>, ash::Entry)>> = Mutex::new(Vec::new());
+    let mut loaded = crate::util::lock(&LOADED);
+    if let Some((_, entry)) = loaded.iter().find(|(p, _)| p.as_deref() == path) {
+        return Ok(entry.clone());
+    }
     // SAFETY: loading libvulkan runs its initialisers; the Vulkan loader is designed to be loaded
-    // this way, and the returned Entry keeps the library open for as long as it lives.
+    // this way, and the Entry kept here holds the library open until the process exits.
     let entry = unsafe {
         match path {
             Some(p) => ash::Entry::load_from(p),
             None => ash::Entry::load(),
         }
     };
-    entry.map_err(|e| Error::NoLoader(e.to_string()))
+    let entry = entry.map_err(|e| Error::NoLoader(e.to_string()))?;
+    loaded.push((path.map(std::path::Path::to_path_buf), entry.clone()));
+    Ok(entry)
 }
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";

@@ -247,10 +247,10 @@ pub fn heavy(
             let start = std::time::Instant::now();
             ctx.synchronize().await?;
             #[cfg(feature = "trace")]
-            let gpu = ctx.gpu_time();
+            let took = ctx.gpu_time().unwrap_or_else(|| start.elapsed());
             #[cfg(not(feature = "trace"))]
-            let gpu = None;
-            Ok::<_, Error>(gpu.unwrap_or_else(|| start.elapsed()))
+            let took = start.elapsed();
+            Ok::<_, Error>(took)
         })
         .unwrap()
     };
