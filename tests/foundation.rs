@@ -215,6 +215,21 @@ fn user_spirv_loads_at_run_time() {
     finish(device);
 }
 
+/// Devices and listings made and dropped one after another, more than the 29 instances after
+/// which NVIDIA's driver, unloaded and loaded again with each, found no device (the loader and
+/// one instance of its own now stay for the life of the process).
+#[test]
+fn devices_and_listings_come_and_go_many_times() {
+    for i in 0..40 {
+        assert!(!vkasync::adapters().unwrap().is_empty(), "listing {i}");
+    }
+    for i in 0..32 {
+        let device = device();
+        assert_eq!(device.debug_handle_count(), 1, "device {i}");
+        finish(device);
+    }
+}
+
 #[test]
 fn nothing_leaks() {
     let device = device();

@@ -153,13 +153,18 @@ impl Drop for InstanceShared {
 }
 
 /// Opens the Vulkan loader: the system's, or the library at `path`. Each loader is opened once
-/// and stays loaded for the life of the process: closing it unloads the driver's libraries with
-/// it, and NVIDIA's do not come back in the same process (on an H200, every instance made after
-/// the last one was destroyed found no device).
+/// and stays loaded for the life of the process, together with one instance of its own that is
+/// never destroyed. That instance keeps the drivers it found loaded: the loader opens a driver's
+/// library for each instance and closes it when the instance goes, and NVIDIA's driver cannot be
+/// loaded and unloaded over and over in one process (on an H200 the 30th instance made after the
+/// others were destroyed found no device, whether it was for a device or for [`adapters`]).
+/// The caller holds [`lifecycle`].
 pub(crate) fn load_entry(path: Option<&std::path::Path>) -> Result<ash::Entry> {
-    static LOADED: Mutex<Vec<(Option<std::path::PathBuf>, ash::Entry)>> = Mutex::new(Vec::new());
+    /// A loader, and the instance that pins its drivers (none where it could not be made).
+    type Loaded = (Option<std::path::PathBuf>, ash::Entry, Option<ash::Instance>);
+    static LOADED: Mutex<Vec<Loaded>> = Mutex::new(Vec::new());
     let mut loaded = crate::util::lock(&LOADED);
-    if let Some((_, entry)) = loaded.iter().find(|(p, _)| p.as_deref() == path) {
+    if let Some((_, entry, _)) = loaded.iter().find(|(p, _, _)| p.as_deref() == path) {
         return Ok(entry.clone());
     }
     // SAFETY: loading libvulkan runs its initialisers; the Vulkan loader is designed to be loaded
@@ -171,7 +176,13 @@ pub(crate) fn load_entry(path: Option<&std::path::Path>) -> Result<ash::Entry> {
         }
     };
     let entry = entry.map_err(|e| Error::NoLoader(e.to_string()))?;
-    loaded.push((path.map(std::path::Path::to_path_buf), entry.clone()));
+    let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_2);
+    let info = vk::InstanceCreateInfo::default().application_info(&app);
+    // SAFETY: a plain instance with no layer and no extension, from a loaded entry (the caller
+    // holds `lifecycle()`, as for every instance); it is never destroyed (the process's exit
+    // releases it).
+    let pin = unsafe { entry.create_instance(&info, None) }.ok();
+    loaded.push((path.map(std::path::Path::to_path_buf), entry.clone(), pin));
     Ok(entry)
 }
 
