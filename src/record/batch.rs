@@ -91,7 +91,7 @@ pub trait BatchKind: Send + Sync + 'static {
 }
 
 /// Records a batch's commands into the flush being encoded. It offers the recording vocabulary
-/// of a task ([`Recorder`]).
+/// of a task ([`Recorder`](crate::Recorder)).
 pub struct Encoder<'a> {
     pub(super) rec: &'a mut Recording,
 }
@@ -129,7 +129,7 @@ impl Encoder<'_> {
         self.rec.completion()
     }
 
-    /// Records a dispatch (checked like [`crate::CommandList::dispatch`]).
+    /// Records a dispatch (checked like [`Recorder::dispatch`](crate::Recorder::dispatch)).
     pub fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], args: &[Arg], push: &[u8]) -> Result<()> {
         self.rec.dispatch(kernel, groups, args, push)
     }
