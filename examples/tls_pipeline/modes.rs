@@ -6,7 +6,7 @@ use crate::support::queues::queue_builder;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vkasync::crypto::{pack_le_words, unpack_le_words, AesKey, Crypto, HmacKey, MessageIndex};
-use vkasync::{Buffer, Device, Error, Executor, FlushPolicy, MemoryKind, PerDevice, QueueSet, Stats};
+use vkasync::{Buffer, Ctx, Device, Error, Executor, FlushPolicy, MemoryKind, PerDevice, QueueSet, Stats};
 
 /// One run of a mode: every connection's sealed records, each record's latency, and the stats
 /// (submits, dispatches, host waits) where a GPU front ran it.
@@ -199,19 +199,9 @@ pub fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize) -> Res
         let handles: Vec<_> = bufs
             .into_iter()
             .enumerate()
-            .map(|(i, mut bufs)| {
+            .map(|(i, bufs)| {
                 let (crypto, conns, ctx) = (crypto.clone(), conns.clone(), queue.context());
-                tokio::spawn(async move {
-                    let c = &conns[i];
-                    let mut out = Vec::with_capacity(bufs.len());
-                    let mut lat = Vec::with_capacity(bufs.len());
-                    for (seq, buf) in bufs.iter_mut().enumerate() {
-                        let t = Instant::now();
-                        out.push(crypto.seal_in_place(&ctx, &c.keys, seq as u64, buf).await?);
-                        lat.push(t.elapsed());
-                    }
-                    Ok::<_, Error>((bufs, out, lat))
-                })
+                tokio::spawn(async move { seal_connection(&crypto, &ctx, &conns[i], bufs).await })
             })
             .collect();
         let mut v = Vec::with_capacity(handles.len());
@@ -223,6 +213,18 @@ pub fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize) -> Res
     let wall = start.elapsed();
     drop(rt);
     Run::of_tasks(results.into_iter().collect::<Result<Vec<_>, Error>>()?, wall, queue.stats())
+}
+
+/// One connection's task on a tokio front: seals its records in order, timing each.
+async fn seal_connection(crypto: &Crypto, ctx: &Ctx, c: &Conn, mut bufs: Vec<Vec<u8>>) -> Result<TaskResult, Error> {
+    let mut out = Vec::with_capacity(bufs.len());
+    let mut lat = Vec::with_capacity(bufs.len());
+    for (seq, buf) in bufs.iter_mut().enumerate() {
+        let t = Instant::now();
+        out.push(crypto.seal_in_place(ctx, &c.keys, seq as u64, buf).await?);
+        lat.push(t.elapsed());
+    }
+    Ok((bufs, out, lat))
 }
 
 /// `run_tokio` over a [`QueueSet`]: each connection's context on the least-loaded device, with
@@ -241,21 +243,11 @@ pub fn run_tokio_set(
         let handles: Vec<_> = bufs
             .into_iter()
             .enumerate()
-            .map(|(i, mut bufs)| {
+            .map(|(i, bufs)| {
                 let ctx = set.context();
                 let crypto = cryptos.get(ctx.device()).expect("a device of the set").clone();
                 let conns = conns.clone();
-                tokio::spawn(async move {
-                    let c = &conns[i];
-                    let mut out = Vec::with_capacity(bufs.len());
-                    let mut lat = Vec::with_capacity(bufs.len());
-                    for (seq, buf) in bufs.iter_mut().enumerate() {
-                        let t = Instant::now();
-                        out.push(crypto.seal_in_place(&ctx, &c.keys, seq as u64, buf).await?);
-                        lat.push(t.elapsed());
-                    }
-                    Ok::<_, Error>((bufs, out, lat))
-                })
+                tokio::spawn(async move { seal_connection(&crypto, &ctx, &conns[i], bufs).await })
             })
             .collect();
         let mut v = Vec::with_capacity(handles.len());

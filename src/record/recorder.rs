@@ -54,63 +54,49 @@ pub trait Recorder {
     }
 }
 
+/// The methods of [`Recorder`] that record into the implementor's `rec` (a [`Recording`]) as
+/// they are: the same for the blocking list and a batch's encoder.
+///
+/// [`Recording`]: crate::record::recording::Recording
+macro_rules! to_recording {
+    () => {
+        fn device(&self) -> &Device {
+            &self.rec.device
+        }
+        fn upload_at<T: Pod>(&mut self, dst: &Buffer<T>, offset: usize, data: &[T]) -> Result<()> {
+            self.rec.upload(dst, offset, data)
+        }
+        fn copy_region<T: Pod>(
+            &mut self,
+            src: &Buffer<T>,
+            src_offset: usize,
+            dst: &Buffer<T>,
+            dst_offset: usize,
+            len: usize,
+        ) -> Result<()> {
+            self.rec.copy_region(src, src_offset, dst, dst_offset, len)
+        }
+        fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], args: &[Arg], push: &[u8]) -> Result<()> {
+            self.rec.dispatch(kernel, groups, args, push)
+        }
+        fn read_back<T: Pod>(&mut self, src: &Buffer<T>) -> Result<Readback<T>> {
+            self.rec.read_back(src)
+        }
+        fn write_timestamp(&mut self, ts: &crate::Timestamps, index: u32) -> Result<()> {
+            self.rec.write_timestamp(ts, index)
+        }
+    };
+}
+
 impl Recorder for CommandList {
-    fn device(&self) -> &Device {
-        &self.rec.device
-    }
-    fn upload_at<T: Pod>(&mut self, dst: &Buffer<T>, offset: usize, data: &[T]) -> Result<()> {
-        self.rec.upload(dst, offset, data)
-    }
-    fn copy_region<T: Pod>(
-        &mut self,
-        src: &Buffer<T>,
-        src_offset: usize,
-        dst: &Buffer<T>,
-        dst_offset: usize,
-        len: usize,
-    ) -> Result<()> {
-        self.rec.copy_region(src, src_offset, dst, dst_offset, len)
-    }
-    fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], args: &[Arg], push: &[u8]) -> Result<()> {
-        self.rec.dispatch(kernel, groups, args, push)
-    }
-    fn read_back<T: Pod>(&mut self, src: &Buffer<T>) -> Result<Readback<T>> {
-        self.rec.read_back(src)
-    }
-    fn write_timestamp(&mut self, ts: &crate::Timestamps, index: u32) -> Result<()> {
-        self.rec.write_timestamp(ts, index)
-    }
+    to_recording!();
     fn batch<K: BatchKind>(&mut self, kind: &Arc<K>, item: K::Item) -> Result<()> {
         CommandList::batch(self, kind, item)
     }
 }
 
 impl Recorder for Encoder<'_> {
-    fn device(&self) -> &Device {
-        &self.rec.device
-    }
-    fn upload_at<T: Pod>(&mut self, dst: &Buffer<T>, offset: usize, data: &[T]) -> Result<()> {
-        self.rec.upload(dst, offset, data)
-    }
-    fn copy_region<T: Pod>(
-        &mut self,
-        src: &Buffer<T>,
-        src_offset: usize,
-        dst: &Buffer<T>,
-        dst_offset: usize,
-        len: usize,
-    ) -> Result<()> {
-        self.rec.copy_region(src, src_offset, dst, dst_offset, len)
-    }
-    fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], args: &[Arg], push: &[u8]) -> Result<()> {
-        self.rec.dispatch(kernel, groups, args, push)
-    }
-    fn read_back<T: Pod>(&mut self, src: &Buffer<T>) -> Result<Readback<T>> {
-        self.rec.read_back(src)
-    }
-    fn write_timestamp(&mut self, ts: &crate::Timestamps, index: u32) -> Result<()> {
-        self.rec.write_timestamp(ts, index)
-    }
+    to_recording!();
     /// Always [`Error::InvalidArgument`]: a batch cannot add items to the flush it is encoded in.
     fn batch<K: BatchKind>(&mut self, _kind: &Arc<K>, _item: K::Item) -> Result<()> {
         Err(Error::InvalidArgument("a batch kind's encode cannot add batch items to its own flush".into()))
