@@ -77,7 +77,7 @@ static ALLOC: Counting = Counting;
 /// 50 µs before it blocks (instead of the default adaptive spin); `executor-group`, the
 /// executor with group commit (`FlushPolicy::GroupCommit`); `executor-nospin`, the executor
 /// without any spin (the default before the adaptive spin); `tokio`, T tasks `tokio::spawn`ed on a 16-worker runtime, each doing the same job
-/// through a `Queue`; `tokio-wN`, the same on N workers (only with `--modes`);
+/// through a `Queue` (at T = 1 the lone job is awaited in `block_on` itself, not spawned); `tokio-wN`, the same on N workers (only with `--modes`);
 /// `executor-traced`, the default executor writing a Chrome trace (to the temporary folder;
 /// timestamps per phase), `executor-traced-cmds`, the same with a timestamp per command, and
 /// `executor-timed`, with per-task GPU time only (these three only with `--modes`);

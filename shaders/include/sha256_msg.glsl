@@ -64,6 +64,26 @@ uint sha256_tail_word(uint p, uint r, uint j) {
     return v;
 }
 
+uint sha256_bswap(uint v) {
+    return (v << 24) | ((v & 0xff00u) << 8) | ((v >> 8) & 0xff00u) | (v >> 24);
+}
+
+// The 16 words at word index i, and the same as big-endian words (constant indices only).
+#define SHA256_LOAD16(d, i)                                                                   \
+    d[0] = bytes[(i) + 0u];   d[1] = bytes[(i) + 1u];   d[2] = bytes[(i) + 2u];                \
+    d[3] = bytes[(i) + 3u];   d[4] = bytes[(i) + 4u];   d[5] = bytes[(i) + 5u];                \
+    d[6] = bytes[(i) + 6u];   d[7] = bytes[(i) + 7u];   d[8] = bytes[(i) + 8u];                \
+    d[9] = bytes[(i) + 9u];   d[10] = bytes[(i) + 10u]; d[11] = bytes[(i) + 11u];              \
+    d[12] = bytes[(i) + 12u]; d[13] = bytes[(i) + 13u]; d[14] = bytes[(i) + 14u];              \
+    d[15] = bytes[(i) + 15u];
+#define SHA256_BSWAP16(d, s)                                                                  \
+    d[0] = sha256_bswap(s[0]);   d[1] = sha256_bswap(s[1]);   d[2] = sha256_bswap(s[2]);       \
+    d[3] = sha256_bswap(s[3]);   d[4] = sha256_bswap(s[4]);   d[5] = sha256_bswap(s[5]);       \
+    d[6] = sha256_bswap(s[6]);   d[7] = sha256_bswap(s[7]);   d[8] = sha256_bswap(s[8]);       \
+    d[9] = sha256_bswap(s[9]);   d[10] = sha256_bswap(s[10]); d[11] = sha256_bswap(s[11]);     \
+    d[12] = sha256_bswap(s[12]); d[13] = sha256_bswap(s[13]); d[14] = sha256_bswap(s[14]);     \
+    d[15] = sha256_bswap(s[15]);
+
 bool sha256_absorb_window(inout uint h[8], uint off, uint len, uint prefix_len, uint blk_begin, uint blk_count) {
     // Total bit length (64-bit, big-endian words hi:lo) of prefix_len + len bytes.
     uint carry;
@@ -78,10 +98,28 @@ bool sha256_absorb_window(inout uint h[8], uint off, uint len, uint prefix_len, 
     uint nblk = nfull + ((r + 72u) >> 6);
     uint blk_end = nblk - blk_begin <= blk_count ? nblk : blk_begin + blk_count;
 
-    // One compression call site (the unrolled compression is large; keep one copy inlined).
+    // One compression call site per loop (the unrolled compression is large).
     uint w[16];
     uint p = off + (blk_begin << 6);
-    for (uint blk = blk_begin; blk < blk_end; ++blk) {
+    uint blk = blk_begin;
+    uint full_end = min(blk_end, nfull);
+    if ((p & 3u) == 0u && blk < full_end) {
+        // Whole, word-aligned blocks: the next block's 16 words are loaded before the current
+        // block is compressed, so that the loads' latency overlaps the rounds (one message per
+        // invocation leaves few warps per SM to hide it otherwise). The last iteration loads
+        // its own block again (in bounds) instead of branching.
+        uint i = p >> 2;
+        uint nx[16];
+        SHA256_LOAD16(nx, i)
+        for (; blk < full_end; ++blk) {
+            SHA256_BSWAP16(w, nx)
+            i = blk + 1u < full_end ? i + 16u : i;
+            SHA256_LOAD16(nx, i)
+            sha256_compress(h, w);
+        }
+        p = off + (blk << 6);
+    }
+    for (; blk < blk_end; ++blk) {
         // Written out so that w is only indexed with constants.
         if (blk < nfull) {
             w[0] = sha256_msg_be_word(p);         w[1] = sha256_msg_be_word(p + 4u);
