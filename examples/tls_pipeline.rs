@@ -13,18 +13,29 @@
 //! - `coalesced`: every connection a task calling `Crypto::seal_in_place`; each flush runs
 //!   every task's records as one AES dispatch and one HMAC dispatch, through reused staging;
 //! - `coalesced-tokio`: the same through a [`Queue`] from a tokio multi-thread runtime (one
-//!   worker per host core), so that the host copies run on all cores;
+//!   worker per host core; one task per worker spawns its share of the connections' tasks),
+//!   so that the host copies run on all cores;
 //! - `auto`: as `coalesced`, with the runtime choosing per flush between the GPU and the host
 //!   (`Offload::Auto`: small flushes run on the host with RustCrypto);
-//! - `cpu-1`: RustCrypto on one host core; `cpu-all`: RustCrypto on every host core;
+//! - `cpu-1`: RustCrypto on one host core; `cpu-all`: RustCrypto on every host core. One worker
+//!   thread per core over its contiguous share of the connections; each connection's keys are
+//!   expanded once (the AES key schedule and the keyed HMAC state, as at a handshake), and every
+//!   record is sealed in place into buffers made before the clock starts, with no allocation per
+//!   record;
 //! - `coalesced-tokio-set` (only with `--modes`): `coalesced-tokio` over a [`QueueSet`] of
 //!   `--gpus N` devices (default 2: every GPU listed, or logical devices of the one GPU where
 //!   fewer are listed), each connection on the least-loaded device; `--lanes L` (default 1)
 //!   opens L logical devices, each with its own queue, on each of those GPUs.
 //!
-//! It prints a table (records/s, GB/s of plaintext, p50/p99 record latency, submits,
-//! dispatches, host waits per run), the stats line of the last coalesced run, and with
-//! `--csv FILE` writes the table as CSV.
+//! It prints a table (records/s, GB/s of plaintext, p50/p99 record latency, host CPU time per
+//! record, submits, dispatches, host waits per run), the stats line of the last coalesced run,
+//! and with `--csv FILE` writes the table as CSV. The host CPU time is the whole process's (user
+//! and system, every thread: a front's runtime workers and driver threads count, and on a CPU
+//! device so does the device's emulation) over the run's timed interval, divided by its records;
+//! it is measured on Linux only (elsewhere `n/a`).
+//!
+//! Every mode's output is compared with a reference computed apart (RustCrypto composed in the
+//! plainest way, the keys expanded anew per record), the CPU modes' included.
 //!
 //! The other GPU modes force the GPU (`Offload::Gpu`). `--flush idle` makes the executor modes
 //! submit only when no task can run (`FlushPolicy::WhenIdle`) instead of by group commit.
@@ -44,8 +55,8 @@ mod support {
     pub mod queues;
 }
 
-use conns::{connections, Conn, Sealed};
-use modes::{run_blocking, run_cpu, run_executor, run_tokio, run_tokio_set, Run};
+use conns::{connections, reference, Conn, Sealed};
+use modes::{run_blocking, run_cpu, run_executor, run_tokio, run_tokio_set, Run, CPU_TIME_MEASURED};
 use std::sync::Arc;
 use std::time::Duration;
 use support::args::{arg, cores, num};
@@ -124,7 +135,7 @@ fn main() -> Result<(), Error> {
     let on_cpu = device.info().device_type == vkasync::DeviceType::Cpu;
     introduce(&o, &device, &auto);
     let conns: Arc<Vec<Conn>> = Arc::new(connections(o.n_conns, o.n_records, o.size));
-    let want = run_cpu(&conns, o.cores).out;
+    let want = reference(&conns, o.cores);
     let _ = conns[0].prefix;
 
     // Warm-up: pipelines compile at their first dispatch on some drivers.
@@ -231,11 +242,12 @@ fn report(o: &Options, name: &str, on_cpu: bool, runs: &mut [Vec<Run>]) -> Resul
     let total = (n_conns * n_records) as f64;
     let bytes_total = total * size as f64;
     let mut csv = String::from(
-        "device,mode,connections,records,record_bytes,wall_ms,records_per_s,gb_per_s,p50_us,p99_us,submits,dispatches,host_waits\n",
+        "device,mode,connections,records,record_bytes,wall_ms,records_per_s,gb_per_s,p50_us,p99_us,submits,dispatches,host_waits,\
+         cpu_us_per_record\n",
     );
     println!(
-        "{:<16} {:>12} {:>8} {:>10} {:>10} {:>8} {:>10} {:>10}",
-        "mode", "records/s", "GB/s", "p50", "p99", "submits", "dispatches", "host waits"
+        "{:<16} {:>12} {:>8} {:>10} {:>10} {:>10} {:>8} {:>10} {:>10}",
+        "mode", "records/s", "GB/s", "p50", "p99", "cpu/rec", "submits", "dispatches", "host waits"
     );
     let mut last_stats = None;
     let mut speed = std::collections::HashMap::new();
@@ -246,8 +258,14 @@ fn report(o: &Options, name: &str, on_cpu: bool, runs: &mut [Vec<Run>]) -> Resul
         let r = &mut rs[mid];
         let secs = r.wall.as_secs_f64();
         let (p50, p99) = (percentile(&mut r.latencies, 0.5), percentile(&mut r.latencies, 0.99));
+        // Host CPU time per record, in µs (`n/a` where it is not measured).
+        let cpu_us = r.cpu.as_secs_f64() * 1e6 / total;
+        let (cpu_cell, cpu_csv) = match CPU_TIME_MEASURED {
+            true => (format!("{cpu_us:.1}µs"), format!("{cpu_us:.3}")),
+            false => ("n/a".to_string(), "n/a".to_string()),
+        };
         println!(
-            "{mode:<16} {:>12.0} {:>8.3} {:>10.1?} {:>10.1?} {:>8} {:>10} {:>10}",
+            "{mode:<16} {:>12.0} {:>8.3} {:>10.1?} {:>10.1?} {cpu_cell:>10} {:>8} {:>10} {:>10}",
             total / secs,
             bytes_total / secs / 1e9,
             p50,
@@ -257,7 +275,7 @@ fn report(o: &Options, name: &str, on_cpu: bool, runs: &mut [Vec<Run>]) -> Resul
             r.host_waits
         );
         csv += &format!(
-            "{name},{mode},{n_conns},{n_records},{size},{:.3},{:.0},{:.4},{:.1},{:.1},{},{},{}\n",
+            "{name},{mode},{n_conns},{n_records},{size},{:.3},{:.0},{:.4},{:.1},{:.1},{},{},{},{cpu_csv}\n",
             secs * 1e3,
             total / secs,
             bytes_total / secs / 1e9,

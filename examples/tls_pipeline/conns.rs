@@ -1,6 +1,8 @@
-//! The connections: each one's keys and records' plaintexts, and the RustCrypto reference seal.
+//! The connections: each one's keys and records' plaintexts, the RustCrypto seal with each
+//! connection's keys expanded once (the `cpu-1` and `cpu-all` modes), and the plain reference
+//! seal every mode is verified against.
 
-use aes::cipher::{KeyIvInit, StreamCipher};
+use aes::cipher::{InnerIvInit, KeyIvInit, StreamCipher};
 use hmac::Mac;
 use vkasync::crypto::RecordKeys;
 
@@ -60,12 +62,63 @@ pub fn connections(n_conns: usize, n_records: usize, size: usize) -> Vec<Conn> {
 /// A sealed record: ciphertext and tag.
 pub type Sealed = (Vec<u8>, [u8; 32]);
 
-/// RustCrypto: AES-256-CTR from the nonce, then HMAC-SHA256 over nonce and ciphertext.
-pub fn cpu_seal(c: &Conn, seq: usize, buf: &mut [u8]) -> [u8; 32] {
+/// The reference: AES-256-CTR from the nonce, then HMAC-SHA256 over nonce and ciphertext, the
+/// keys expanded anew for the record (RustCrypto's plainest composition).
+pub fn reference_seal(c: &Conn, seq: usize, buf: &mut [u8]) -> [u8; 32] {
     let nonce = c.nonce(seq);
     ctr::Ctr128BE::<aes::Aes256>::new(c.aes_key[..].into(), &nonce.into()).apply_keystream(buf);
     let mut m = hmac::Hmac::<sha2::Sha256>::new_from_slice(&c.mac_key).expect("any key length");
     m.update(&nonce);
     m.update(buf);
     m.finalize().into_bytes().into()
+}
+
+/// Every connection's records sealed by [`reference_seal`] into copies of their plaintexts:
+/// what every mode's output must equal. The connections are split into one contiguous share per
+/// host core only to keep large runs short.
+pub fn reference(conns: &[Conn], threads: usize) -> Vec<Vec<Sealed>> {
+    let seal = |c: &Conn| -> Vec<Sealed> {
+        let records = c.records.iter().enumerate();
+        records
+            .map(|(seq, p)| {
+                let mut buf = p.clone();
+                let tag = reference_seal(c, seq, &mut buf);
+                (buf, tag)
+            })
+            .collect()
+    };
+    let per = conns.len().div_ceil(threads.max(1)).max(1);
+    std::thread::scope(|s| {
+        let hs: Vec<_> =
+            conns.chunks(per).map(|chunk| s.spawn(move || chunk.iter().map(seal).collect::<Vec<_>>())).collect();
+        hs.into_iter().flat_map(|h| h.join().expect("a reference thread panicked")).collect()
+    })
+}
+
+/// A connection's keys expanded once, as a server holds them after the handshake: the AES-256
+/// encryption key schedule and HMAC-SHA256 keyed (its inner and outer midstates).
+pub struct SealKeys {
+    aes: aes::Aes256Enc,
+    mac: hmac::Hmac<sha2::Sha256>,
+}
+
+impl SealKeys {
+    pub fn new(c: &Conn) -> SealKeys {
+        SealKeys {
+            aes: aes::cipher::KeyInit::new_from_slice(&c.aes_key).expect("a 32-byte key"),
+            mac: hmac::Hmac::<sha2::Sha256>::new_from_slice(&c.mac_key).expect("any key length"),
+        }
+    }
+
+    /// Seals one record in place (the same result as [`reference_seal`]): the CTR keystream from
+    /// a copy of the expanded schedule, the MAC from a copy of the keyed state; no allocation.
+    pub fn seal(&self, nonce: [u8; 16], buf: &mut [u8]) -> [u8; 32] {
+        let core =
+            ctr::CtrCore::<aes::Aes256Enc, ctr::flavors::Ctr128BE>::inner_iv_init(self.aes.clone(), &nonce.into());
+        ctr::Ctr128BE::from_core(core).apply_keystream(buf);
+        let mut m = self.mac.clone();
+        m.update(&nonce);
+        m.update(buf);
+        m.finalize().into_bytes().into()
+    }
 }

@@ -1,7 +1,10 @@
-//! The modes' runs: RustCrypto on host threads, the blocking calls, the executor (each record
-//! sealed on its own or coalesced), and tokio through a queue or a queue set.
+//! The modes' runs: RustCrypto on host threads (one worker per thread over its contiguous share
+//! of the connections, each connection's keys expanded once, every record sealed in place into
+//! buffers made before the clock starts: no allocation per record), the blocking calls, the
+//! executor (each record sealed on its own or coalesced), and tokio through a queue or a queue
+//! set. Every run also measures the process's host CPU time over its timed interval (Linux).
 
-use crate::conns::{cpu_seal, Conn, Sealed};
+use crate::conns::{Conn, SealKeys, Sealed};
 use crate::support::queues::queue_builder;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,6 +17,9 @@ pub struct Run {
     pub out: Vec<Vec<Sealed>>,
     pub latencies: Vec<Duration>,
     pub wall: Duration,
+    /// The process's host CPU time (user and system, every thread) over the same interval as
+    /// `wall`; zero where it is not measured (off Linux, see [`CPU_TIME_MEASURED`]).
+    pub cpu: Duration,
     pub submits: u64,
     pub dispatches: u64,
     pub host_waits: u64,
@@ -25,7 +31,7 @@ type TaskResult = (Vec<Vec<u8>>, Vec<[u8; 32]>, Vec<Duration>);
 
 impl Run {
     /// A run of a GPU front from its tasks' results and its stats.
-    fn of_tasks(results: Vec<TaskResult>, wall: Duration, s: Stats) -> Result<Run, Error> {
+    fn of_tasks(results: Vec<TaskResult>, wall: Duration, cpu: Duration, s: Stats) -> Result<Run, Error> {
         let mut out = Vec::with_capacity(results.len());
         let mut latencies = Vec::new();
         for (bufs, tags, lat) in results {
@@ -36,6 +42,7 @@ impl Run {
             out,
             latencies,
             wall,
+            cpu,
             submits: s.submits,
             dispatches: s.dispatches,
             host_waits: s.host_waits,
@@ -44,50 +51,67 @@ impl Run {
     }
 }
 
+/// Whether [`process_cpu_time`] measures anything on this platform.
+pub const CPU_TIME_MEASURED: bool = cfg!(target_os = "linux");
+
+/// The host CPU time (user and system) the whole process has used so far: every thread, the
+/// runtimes' workers and drivers included.
+#[cfg(target_os = "linux")]
+fn process_cpu_time() -> Duration {
+    // SAFETY: `rusage` is a struct of integers, for which all-zero bytes are a valid value, and
+    // `getrusage` only writes the `rusage` it is given through a valid, exclusive pointer.
+    let (rc, u) = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        (libc::getrusage(libc::RUSAGE_SELF, &mut u), u)
+    };
+    assert_eq!(rc, 0, "getrusage: {}", std::io::Error::last_os_error());
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    time(u.ru_utime) + time(u.ru_stime)
+}
+
+/// Not measured off Linux (see [`CPU_TIME_MEASURED`]).
+#[cfg(not(target_os = "linux"))]
+fn process_cpu_time() -> Duration {
+    Duration::ZERO
+}
+
+/// RustCrypto on `threads` host threads (`cpu-1`, `cpu-all`): one worker per thread over its
+/// contiguous share of the connections, sealing each record in place. As in the GPU fronts, the
+/// output buffers (copies of the plaintexts), the tags and the latencies are made before the
+/// clock starts, so nothing is allocated per record. Each connection's keys are expanded once,
+/// inside the timed region, when its worker reaches it (as a server does at the handshake), and
+/// every record of the connection is sealed with them ([`SealKeys`]).
 pub fn run_cpu(conns: &[Conn], threads: usize) -> Run {
-    let start = Instant::now();
+    let mut bufs: Vec<Vec<Vec<u8>>> = conns.iter().map(|c| c.records.clone()).collect();
+    let mut tags: Vec<Vec<[u8; 32]>> = conns.iter().map(|c| vec![[0; 32]; c.records.len()]).collect();
+    let mut lats: Vec<Vec<Duration>> = conns.iter().map(|c| vec![Duration::ZERO; c.records.len()]).collect();
     let per = conns.len().div_ceil(threads.max(1)).max(1);
-    let parts: Vec<(Vec<Vec<Sealed>>, Vec<Duration>)> = std::thread::scope(|s| {
-        let hs: Vec<_> = conns
-            .chunks(per)
-            .map(|chunk| {
-                s.spawn(move || {
-                    let mut lat = Vec::new();
-                    let out = chunk
-                        .iter()
-                        .map(|c| {
-                            c.records
-                                .iter()
-                                .enumerate()
-                                .map(|(seq, p)| {
-                                    let t = Instant::now();
-                                    let mut buf = p.clone();
-                                    let tag = cpu_seal(c, seq, &mut buf);
-                                    lat.push(t.elapsed());
-                                    (buf, tag)
-                                })
-                                .collect()
-                        })
-                        .collect();
-                    (out, lat)
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().expect("a CPU thread panicked")).collect()
+    let (start, cpu_start) = (Instant::now(), process_cpu_time());
+    std::thread::scope(|s| {
+        let shares = conns.chunks(per).zip(bufs.chunks_mut(per)).zip(tags.chunks_mut(per)).zip(lats.chunks_mut(per));
+        for (((conns, bufs), tags), lats) in shares {
+            s.spawn(move || {
+                for (((c, bufs), tags), lats) in conns.iter().zip(bufs).zip(tags).zip(lats) {
+                    let keys = SealKeys::new(c);
+                    for (seq, ((buf, tag), lat)) in
+                        bufs.iter_mut().zip(tags.iter_mut()).zip(lats.iter_mut()).enumerate()
+                    {
+                        let t = Instant::now();
+                        *tag = keys.seal(c.nonce(seq), buf);
+                        *lat = t.elapsed();
+                    }
+                }
+            });
+        }
     });
-    let wall = start.elapsed();
-    let mut out = Vec::new();
-    let mut latencies = Vec::new();
-    for (o, l) in parts {
-        out.extend(o);
-        latencies.extend(l);
-    }
-    Run { out, latencies, wall, submits: 0, dispatches: 0, host_waits: 0, stats: None }
+    let (wall, cpu) = (start.elapsed(), process_cpu_time() - cpu_start);
+    let out = bufs.into_iter().zip(tags).map(|(bufs, tags)| bufs.into_iter().zip(tags).collect()).collect();
+    Run { out, latencies: lats.concat(), wall, cpu, submits: 0, dispatches: 0, host_waits: 0, stats: None }
 }
 
 pub fn run_blocking(device: &Device, crypto: &Crypto, conns: &[Conn]) -> Result<Run, Error> {
     let before = device.last_submitted();
-    let start = Instant::now();
+    let (start, cpu_start) = (Instant::now(), process_cpu_time());
     let mut out = Vec::new();
     let mut latencies = Vec::new();
     for c in conns {
@@ -104,9 +128,9 @@ pub fn run_blocking(device: &Device, crypto: &Crypto, conns: &[Conn]) -> Result<
         }
         out.push(sealed);
     }
-    let wall = start.elapsed();
+    let (wall, cpu) = (start.elapsed(), process_cpu_time() - cpu_start);
     let submits = device.last_submitted() - before;
-    Ok(Run { out, latencies, wall, submits, dispatches: submits, host_waits: submits, stats: None })
+    Ok(Run { out, latencies, wall, cpu, submits, dispatches: submits, host_waits: submits, stats: None })
 }
 
 /// One record sealed with the task's own device buffers and commands (no coalesced work).
@@ -150,7 +174,7 @@ pub fn run_executor(
     // Outputs start as copies of the plaintexts (made before the clock starts): sealing in place
     // needs no allocation on the timed path.
     let bufs: Vec<Vec<Vec<u8>>> = conns.iter().map(|c| c.records.clone()).collect();
-    let start = Instant::now();
+    let (start, cpu_start) = (Instant::now(), process_cpu_time());
     let handles: Vec<_> = bufs
         .into_iter()
         .enumerate()
@@ -184,17 +208,17 @@ pub fn run_executor(
         }
         v
     });
-    let wall = start.elapsed();
+    let (wall, cpu) = (start.elapsed(), process_cpu_time() - cpu_start);
     let results: Result<Vec<_>, Error> =
         results.into_iter().map(|r| r.expect("a connection's task panicked")).collect();
-    Run::of_tasks(results?, wall, exec.stats())
+    Run::of_tasks(results?, wall, cpu, exec.stats())
 }
 
 pub fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize) -> Result<Run, Error> {
     let queue = queue_builder(crypto.device()).build()?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
     let shares = shares(conns, workers);
-    let start = Instant::now();
+    let (start, cpu_start) = (Instant::now(), process_cpu_time());
     let results = rt.block_on(async {
         // The connections' tasks are spawned by one task per worker, each over its share, as a
         // server's accept loops would: spawned from outside the runtime (this thread), each
@@ -223,9 +247,9 @@ pub fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize) -> Res
         }
         v
     });
-    let wall = start.elapsed();
+    let (wall, cpu) = (start.elapsed(), process_cpu_time() - cpu_start);
     drop(rt);
-    Run::of_tasks(results.into_iter().collect::<Result<Vec<_>, Error>>()?, wall, queue.stats())
+    Run::of_tasks(results.into_iter().collect::<Result<Vec<_>, Error>>()?, wall, cpu, queue.stats())
 }
 
 /// Each connection's output buffers (copies of its plaintexts, made before the clock starts),
@@ -265,7 +289,7 @@ pub fn run_tokio_set(
     let before = set.stats();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
     let bufs: Vec<Vec<Vec<u8>>> = conns.iter().map(|c| c.records.clone()).collect();
-    let start = Instant::now();
+    let (start, cpu_start) = (Instant::now(), process_cpu_time());
     let results = rt.block_on(async {
         let handles: Vec<_> = bufs
             .into_iter()
@@ -283,7 +307,7 @@ pub fn run_tokio_set(
         }
         v
     });
-    let wall = start.elapsed();
+    let (wall, cpu) = (start.elapsed(), process_cpu_time() - cpu_start);
     drop(rt);
     // This run's counters, summed over the devices.
     let mut s = Stats::default();
@@ -292,5 +316,5 @@ pub fn run_tokio_set(
         s.dispatches += now.dispatches - was.dispatches;
         s.host_waits += now.host_waits - was.host_waits;
     }
-    Run::of_tasks(results.into_iter().collect::<Result<Vec<_>, Error>>()?, wall, s)
+    Run::of_tasks(results.into_iter().collect::<Result<Vec<_>, Error>>()?, wall, cpu, s)
 }
