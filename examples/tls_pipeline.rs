@@ -22,6 +22,8 @@
 //!   expanded once (the AES key schedule and the keyed HMAC state, as at a handshake), and every
 //!   record is sealed in place into buffers made before the clock starts, with no allocation per
 //!   record;
+//! - `host` (only with `--modes`): as `coalesced`, every flush computed on the host
+//!   (`Offload::Host`), to compare `auto` with both of its choices;
 //! - `coalesced-tokio-set` (only with `--modes`): `coalesced-tokio` over a [`QueueSet`] of
 //!   `--gpus N` devices (default 2: every GPU listed, or logical devices of the one GPU where
 //!   fewer are listed), each connection on the least-loaded device; `--lanes L` (default 1)
@@ -66,7 +68,7 @@ use vkasync::{Device, Error, FlushPolicy, PerDevice, QueueSet};
 
 const MODES: [&str; 7] = ["blocking", "waits-only", "coalesced", "coalesced-tokio", "auto", "cpu-1", "cpu-all"];
 /// Modes run only when named in `--modes`.
-const EXTRA_MODES: [&str; 1] = ["coalesced-tokio-set"];
+const EXTRA_MODES: [&str; 2] = ["coalesced-tokio-set", "host"];
 
 /// The device's kind, in words.
 fn describe(kind: vkasync::DeviceType) -> &'static str {
@@ -217,6 +219,7 @@ fn measure(
                 "waits-only" => run_executor(crypto, conns, false, flush)?,
                 "coalesced" => run_executor(crypto, conns, true, flush)?,
                 "auto" => run_executor(auto, conns, true, flush)?,
+                "host" => run_executor(&auto.clone().with_offload(Offload::Host), conns, true, flush)?,
                 "coalesced-tokio" => run_tokio(crypto, conns, workers)?,
                 "coalesced-tokio-set" => {
                     let (set, cryptos) = set.expect("made for the mode");
