@@ -283,6 +283,12 @@ pub(crate) struct QueueCore<B> {
     pub state: Mutex<State<B>>,
     /// The driver sleeps on it; notified whenever there may be something for it to do.
     driver_cv: Condvar,
+    /// Whether the driver sleeps on `driver_cv` and nobody has notified it yet. Set and
+    /// cleared under the lock (the driver sets it in the hold of the lock in which it decided to
+    /// sleep), so that a notifier, also under the lock, skips the system call of a notification
+    /// when the driver is awake or already notified: under load from many threads every await
+    /// would otherwise make one while holding the lock.
+    driver_asleep: AtomicBool,
     /// Notified when a flush ends, for threads that wait for it (`State::flush_watchers`).
     flush_done: Condvar,
     pub counters: Counters,
@@ -342,6 +348,7 @@ impl<B: Backend> QueueCore<B> {
                 hand_off: false,
             }),
             driver_cv: Condvar::new(),
+            driver_asleep: AtomicBool::new(false),
             flush_done: Condvar::new(),
             counters: Counters::default(),
             budget: options.memory_bound.map(MemoryBudget::new),
@@ -425,13 +432,15 @@ impl<B: Backend> QueueCore<B> {
     /// Wakes the driver to decide again (call with the state locked, so that the driver,
     /// which decides and sleeps under one hold of the lock, cannot miss it).
     pub fn notify_driver(&self) {
-        self.driver_cv.notify_one();
+        if self.driver_asleep.swap(false, Ordering::SeqCst) {
+            self.driver_cv.notify_one();
+        }
     }
 
     /// Wakes the driver from outside the lock (takes the lock for the notification).
     pub fn nudge_driver(&self) {
         let _st = self.lock();
-        self.driver_cv.notify_one();
+        self.notify_driver();
     }
 
     /// Records through `f` into the backend; if it recorded anything, the context now has work
@@ -992,7 +1001,9 @@ impl<B: Backend> QueueCore<B> {
                 Action::Sleep if wakers.is_empty() => {
                     // The decision and the sleep happen under one hold of the lock, so a
                     // notification cannot fall between them.
+                    self.driver_asleep.store(true, Ordering::SeqCst);
                     st = st.wait_on(&self.driver_cv);
+                    self.driver_asleep.store(false, Ordering::SeqCst);
                 }
                 Action::Sleep => {
                     drop(st);
@@ -1171,7 +1182,8 @@ impl<B: Backend> QueueCore<B> {
             self.fail_all(&mut st, Error::InvalidArgument("the queue was shut down".into()), &mut wakers);
             st.epoch.set(EpochStatus::Failed(Error::InvalidArgument("the queue was shut down".into())));
         }
-        self.notify_driver();
+        // Outside the lock: notified whatever the flag says.
+        self.driver_cv.notify_one();
         wake_all(wakers);
         Ok(driver)
     }
