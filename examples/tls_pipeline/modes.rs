@@ -216,6 +216,7 @@ pub fn run_executor(
 
 pub fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize) -> Result<Run, Error> {
     let queue = queue_builder(crypto.device()).build()?;
+    let crypto = Arc::new(crypto.clone());
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
     let shares = shares(conns, workers);
     let (start, cpu_start) = (Instant::now(), process_cpu_time());
@@ -232,6 +233,7 @@ pub fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize) -> Res
                     share
                         .into_iter()
                         .map(|(i, bufs)| {
+                            // One reference count per task, not one per pipeline of a clone.
                             let (crypto, conns, ctx) = (crypto.clone(), conns.clone(), queue.context());
                             tokio::spawn(async move { seal_connection(&crypto, &ctx, &conns[i], bufs).await })
                         })

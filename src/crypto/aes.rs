@@ -84,6 +84,41 @@ pub struct AesKey {
     pub(super) schedule: Vec<u32>,
     /// The key itself, for the host side of the offload.
     pub(super) raw: Vec<u8>,
+    /// RustCrypto's expanded key for the host side of the offload, made at its first use:
+    /// records of one connection then expand their key once, not once per record.
+    host: std::sync::OnceLock<HostCipher>,
+}
+
+/// An expanded AES key for RustCrypto's AES-CTR on the host.
+#[derive(Clone)]
+pub(super) enum HostCipher {
+    Aes128(aes::Aes128),
+    Aes192(aes::Aes192),
+    Aes256(aes::Aes256),
+}
+
+impl HostCipher {
+    /// XORs `data` with the AES-CTR keystream from counter block `iv` (128-bit big-endian
+    /// increment).
+    pub(super) fn apply_ctr(&self, iv: &[u8; 16], data: &mut [u8]) {
+        use aes::cipher::{InnerIvInit, StreamCipher};
+        use ctr::flavors::Ctr128BE;
+        let iv = iv.into();
+        match self {
+            HostCipher::Aes128(c) => {
+                ctr::Ctr128BE::from_core(ctr::CtrCore::<_, Ctr128BE>::inner_iv_init(c.clone(), iv))
+                    .apply_keystream(data)
+            }
+            HostCipher::Aes192(c) => {
+                ctr::Ctr128BE::from_core(ctr::CtrCore::<_, Ctr128BE>::inner_iv_init(c.clone(), iv))
+                    .apply_keystream(data)
+            }
+            HostCipher::Aes256(c) => {
+                ctr::Ctr128BE::from_core(ctr::CtrCore::<_, Ctr128BE>::inner_iv_init(c.clone(), iv))
+                    .apply_keystream(data)
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for AesKey {
@@ -101,7 +136,20 @@ impl AesKey {
                 key.len()
             ))
         })?;
-        Ok(AesKey { rounds, schedule, raw: key.to_vec() })
+        Ok(AesKey { rounds, schedule, raw: key.to_vec(), host: std::sync::OnceLock::new() })
+    }
+
+    /// RustCrypto's expanded key (made once).
+    pub(super) fn host_cipher(&self) -> &HostCipher {
+        self.host.get_or_init(|| {
+            use aes::cipher::KeyInit;
+            let k = &self.raw[..];
+            match k.len() {
+                16 => HostCipher::Aes128(aes::Aes128::new(k.into())),
+                24 => HostCipher::Aes192(aes::Aes192::new(k.into())),
+                _ => HostCipher::Aes256(aes::Aes256::new(k.into())),
+            }
+        })
     }
 
     /// The key size in bits: 128, 192 or 256.

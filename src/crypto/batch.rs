@@ -105,13 +105,7 @@ impl Item {
         for p in &self.aes {
             let (at, len) = (p.at as usize, p.len as usize);
             let data = &mut bytes[at..at + len];
-            let (key, iv) = (&p.key.raw[..], (&p.counter).into());
-            use aes::cipher::{KeyIvInit, StreamCipher};
-            match key.len() {
-                16 => ctr::Ctr128BE::<aes::Aes128>::new(key.into(), iv).apply_keystream(data),
-                24 => ctr::Ctr128BE::<aes::Aes192>::new(key.into(), iv).apply_keystream(data),
-                _ => ctr::Ctr128BE::<aes::Aes256>::new(key.into(), iv).apply_keystream(data),
-            }
+            p.key.host_cipher().apply_ctr(&p.counter, data);
         }
         for p in &self.hashes {
             hash_on_host(bytes, p);
@@ -222,7 +216,6 @@ pub(crate) struct CryptoBatch {
     pub window: u32,
     /// Which flushes run on the host.
     pub offload: OffloadRule,
-    load: HostLoad,
 }
 
 /// When a flush runs on the host (see [`super::Offload`]).
@@ -230,79 +223,24 @@ pub(crate) struct CryptoBatch {
 pub(crate) enum OffloadRule {
     /// Below this many bytes.
     Below(u64),
-    /// Below `base` plus `per_block` per 64-byte block of the longest hashed message, while
-    /// the host is not loaded (see [`HostLoad`]).
-    Model { base: u64, per_block: u64 },
-}
-
-/// How busy the offload would keep the flushing thread: an exponential moving average (weight
-/// 1/4) of `work / (work + gap)` per flush, where `work` is the flush's bytes at one host core's
-/// rate and `gap` the time since the previous flush ended. Under light load (sporadic
-/// flushes) it stays near 0 and small flushes run on the host; under heavy load the flushes
-/// come back to back, it passes 1/2, and they go to the GPU, where group commit lets the next
-/// flushes grow (run on the host, every flush would be small: nothing is ever in flight for
-/// the work to gather behind). It also keeps the average items per GPU flush (weight 1/4,
-/// starting at 2): a loaded host sends flushes to the GPU only while that stays above 1.5, so
-/// one task sealing back to back (whose GPU flushes would each carry its one record, at the
-/// GPU's latency) stays on the host.
-#[derive(Debug)]
-pub(crate) struct HostLoad {
-    /// The average, in millionths.
-    busy_ppm: AtomicU64,
-    /// Items per GPU flush, times 100.
-    gpu_items_x100: AtomicU64,
-    /// When the previous flush ended, in ns since `epoch`.
-    last_end_ns: AtomicU64,
-    epoch: std::time::Instant,
-}
-
-/// One host core's sealing rate assumed by [`HostLoad`], in bytes per µs (0.5 GB/s, measured
-/// on the H200's host: 0.33 to 0.63 GB/s for AES-256-CTR and HMAC-SHA256).
-const HOST_BYTES_PER_US: u64 = 500;
-
-impl HostLoad {
-    fn new() -> Self {
-        HostLoad {
-            busy_ppm: AtomicU64::new(0),
-            gpu_items_x100: AtomicU64::new(200),
-            last_end_ns: AtomicU64::new(0),
-            epoch: std::time::Instant::now(),
-        }
-    }
-
-    fn loaded(&self) -> bool {
-        self.busy_ppm.load(Ordering::Relaxed) > 500_000
-    }
-
-    /// Loaded, and GPU flushes gather more than one item on average.
-    fn gpu_pays(&self) -> bool {
-        self.loaded() && self.gpu_items_x100.load(Ordering::Relaxed) > 150
-    }
-
-    fn record_gpu_items(&self, items: usize) {
-        let old = self.gpu_items_x100.load(Ordering::Relaxed);
-        let new = (items as u64).saturating_mul(100).min(1_000_000);
-        self.gpu_items_x100.store((old * 3 + new) / 4, Ordering::Relaxed);
-    }
-
-    /// A flush of `bytes` ended now.
-    fn record(&self, bytes: u64, started: std::time::Instant) {
-        let now = self.epoch.elapsed().as_nanos() as u64;
-        let start = started.duration_since(self.epoch).as_nanos() as u64;
-        let gap = start.saturating_sub(self.last_end_ns.swap(now, Ordering::Relaxed));
-        let work = bytes.saturating_mul(1000) / HOST_BYTES_PER_US;
-        let sample = work.saturating_mul(1_000_000) / work.saturating_add(gap).max(1);
-        let old = self.busy_ppm.load(Ordering::Relaxed);
-        self.busy_ppm.store((old * 3 + sample.min(1_000_000)) / 4, Ordering::Relaxed);
-    }
+    /// The runtime's model on a GPU (see [`super::Offload::Auto`]): on the host when the
+    /// flush's items are small on average (below `small_item` bytes of work each: the GPU path
+    /// costs each item more host time, in staging, encoding and copies, than its crypto costs
+    /// on the host) or when the flush is below `base` plus `per_block` per 64-byte block of its
+    /// longest hashed message (the GPU's latency, which grows with that message, is not paid
+    /// back); never for more than `max_host` bytes (the flushing thread would hold up the
+    /// queue's next flush for milliseconds).
+    Model { base: u64, per_block: u64, small_item: u64, max_host: u64 },
 }
 
 impl OffloadRule {
-    fn on_host(self, bytes: u64, longest_blocks: u64) -> bool {
+    fn on_host(self, bytes: u64, longest_blocks: u64, items: usize) -> bool {
         match self {
             OffloadRule::Below(n) => bytes < n,
-            OffloadRule::Model { base, per_block } => {
-                bytes < base.saturating_add(per_block.saturating_mul(longest_blocks))
+            OffloadRule::Model { base, per_block, small_item, max_host } => {
+                bytes <= max_host
+                    && (bytes < small_item.saturating_mul(items as u64)
+                        || bytes < base.saturating_add(per_block.saturating_mul(longest_blocks)))
             }
         }
     }
@@ -334,7 +272,6 @@ impl CryptoBatch {
             max_groups,
             window,
             offload,
-            load: HostLoad::new(),
         })
     }
 }
@@ -350,7 +287,6 @@ impl CryptoBatch {
             max_groups,
             window,
             offload,
-            load: HostLoad::new(),
         }
     }
 }
@@ -449,15 +385,7 @@ impl BatchKind for CryptoBatch {
         let bytes: u64 = items.iter().map(Item::work_bytes).sum();
         let longest = items.iter().flat_map(|it| it.mac_first.iter().chain(&it.hashes)).map(|p| p.len).max();
         let longest_blocks = longest.map_or(0, |len| (len + 9).div_ceil(64) + 1);
-        let started = std::time::Instant::now();
-        let model = matches!(self.offload, OffloadRule::Model { .. });
-        let on_host = self.offload.on_host(bytes, longest_blocks) && !(model && self.load.gpu_pays());
-        if model {
-            self.load.record(bytes, started);
-            if !on_host {
-                self.load.record_gpu_items(items.len());
-            }
-        }
+        let on_host = self.offload.on_host(bytes, longest_blocks, items.len());
         if on_host {
             for it in items.iter() {
                 it.run_on_host()?;
@@ -585,34 +513,22 @@ impl CryptoBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
+
+    /// Blocks of one hashed message of `len` bytes after a 16-byte nonce, as `encode` counts them.
+    fn blocks(len: u64) -> u64 {
+        (16 + len + 9).div_ceil(64) + 1
+    }
 
     #[test]
-    fn host_load_rises_with_back_to_back_flushes_and_falls_when_they_thin_out() {
-        let load = HostLoad::new();
-        // 16 KiB flushes (33 µs of host work each) 1 ms apart: light load.
-        let mut t = Instant::now();
-        for _ in 0..20 {
-            load.last_end_ns.store(t.duration_since(load.epoch).as_nanos() as u64, Ordering::Relaxed);
-            t += Duration::from_millis(1);
-            load.record(16384, t);
-        }
-        assert!(!load.loaded(), "{:?}", load.busy_ppm);
-        // Back to back (no gap): loaded after a few flushes.
-        for _ in 0..5 {
-            load.last_end_ns.store(t.duration_since(load.epoch).as_nanos() as u64, Ordering::Relaxed);
-            load.record(16384, t);
-        }
-        assert!(load.loaded(), "{:?}", load.busy_ppm);
-        assert!(load.gpu_pays());
-        // GPU flushes of one item each: not worth it any more.
-        for _ in 0..3 {
-            load.record_gpu_items(1);
-        }
-        assert!(!load.gpu_pays());
-        for _ in 0..3 {
-            load.record_gpu_items(100);
-        }
-        assert!(load.gpu_pays());
+    fn the_model_keeps_small_records_and_few_large_ones_on_the_host() {
+        let rule = crate::crypto::Offload::Auto.model();
+        // A sealed record of `len` bytes is about `2 * len` bytes of work (AES and HMAC).
+        let host = |n: u64, len: u64| rule.on_host(n * 2 * (len + 16), blocks(len), n as usize);
+        assert!(host(1, 16384) && host(10, 16384), "a few 16 KiB records: the host");
+        assert!(!host(100, 16384) && !host(10_000, 16384), "many 16 KiB records: the GPU");
+        assert!(host(1, 1024) && host(100, 1024) && host(1000, 1024), "1 KiB records: the host");
+        assert!(!host(10_000, 1024), "but never a flush longer than one thread should take");
+        assert!(!host(1, 64 << 20), "a 64 MiB record: the GPU");
+        assert!(OffloadRule::Below(100).on_host(99, 0, 1) && !OffloadRule::Below(100).on_host(100, 0, 1));
     }
 }

@@ -138,13 +138,15 @@ use std::sync::Arc;
 #[non_exhaustive]
 pub enum Offload {
     /// The runtime's choice, by device: a CPU device (lavapipe) computes everything on the
-    /// host (its "GPU" is the same host cores, many times slower than RustCrypto); on other
-    /// devices a flush runs on the host while its bytes are below
-    /// [`GPU_CROSSOVER_BASE_BYTES`] plus [`GPU_CROSSOVER_BYTES_PER_BLOCK`] per 64-byte block of
-    /// its longest hashed message (a GPU hashes each message in one thread, so a flush's GPU
-    /// time grows with its longest message), unless the host is loaded: when flushes come back
-    /// to back (the offload would keep the flushing thread busy more than half the time), they
-    /// go to the GPU, where group commit lets the following flushes grow.
+    /// host (its "GPU" is the same host cores, many times slower than RustCrypto). On other
+    /// devices a flush runs on the host when its items carry under [`GPU_MIN_ITEM_BYTES`] of
+    /// work each on average (records under about 4 KiB: the GPU path costs each item more host
+    /// time, in staging, encoding and copies, than its crypto costs on the host), or when its
+    /// bytes are below [`GPU_CROSSOVER_BASE_BYTES`] plus [`GPU_CROSSOVER_BYTES_PER_BLOCK`] per
+    /// 64-byte block of its longest hashed message (a GPU hashes each message in one thread,
+    /// so its latency grows with the longest message and a few records do not pay it back);
+    /// but never a flush over [`HOST_MAX_FLUSH_BYTES`], which would hold up the flushing
+    /// thread, and the queue's next flush, for milliseconds.
     #[default]
     Auto,
     /// Always the GPU.
@@ -156,29 +158,47 @@ pub enum Offload {
 }
 
 /// The fixed part of [`Offload::Auto`]'s crossover on GPUs, in bytes of crypto work per
-/// flush. Measured on the NVIDIA H200 (`tls_pipeline`, `BENCHMARKS.md`): a flush of short
-/// records costs the GPU path about 100 µs end to end, in which one host core seals about
-/// 50 KB (RustCrypto, AES-256-CTR and HMAC-SHA256, 0.4 to 0.6 GB/s). The constant is set
-/// below that break-even: a flush computed on the host delays the queue's next flush (one
-/// flush runs at a time), and under load large host flushes made `Auto` unstable (0.7 to
-/// 1.5 GB/s at 10,000 × 16 KiB, measured when flushes still held the queue's lock).
-pub const GPU_CROSSOVER_BASE_BYTES: u64 = 32 * 1024;
+/// flush: what one host core seals (RustCrypto, AES-256-CTR and HMAC-SHA256, about 0.8 GB/s
+/// on the NVIDIA H200's host) in the GPU path's fixed latency (submission, wait and wake-up,
+/// about 150 µs there).
+pub const GPU_CROSSOVER_BASE_BYTES: u64 = 128 * 1024;
 
 /// The part of [`Offload::Auto`]'s crossover that grows with the longest hashed message of a
-/// flush, per 64-byte block: on the H200 one GPU thread compresses a block in about 2.7 µs
-/// (a 16 KiB record's HMAC takes about 0.7 ms however many records share the dispatch), in
-/// which one host core seals about 1.5 KB. Measured, the GPU path ran at 0.9x one core at 27
-/// records of 16 KiB per flush and at 2.7x at 82. Like the base, the constant sits below the
-/// break-even (256 bytes per block: about 98 KB per flush for 16 KiB records), so that single
-/// records go to the host and loaded flushes to the GPU.
-pub const GPU_CROSSOVER_BYTES_PER_BLOCK: u64 = 256;
+/// flush, per 64-byte block: one GPU thread compresses a block in about 2.2 to 3.4 µs on the
+/// H200 (a 16 KiB record's HMAC takes 0.6 to 0.9 ms however many records share the dispatch),
+/// in which one host core seals about 2 to 3 KB; with the host cost of each record's copies,
+/// break-even is near 4 KB per block. On the H200 (`tls_pipeline --modes auto,host,coalesced`,
+/// `BENCHMARKS.md`), 10 connections of 16 KiB records sealed 3.8x faster on the host, 100
+/// connections 1.2x faster on the GPU: with this constant the crossover is about 35 such
+/// records per flush.
+pub const GPU_CROSSOVER_BYTES_PER_BLOCK: u64 = 4096;
+
+/// The average crypto work per item below which [`Offload::Auto`] keeps a flush on the host
+/// (a sealed record of `n` bytes is about `2 n` bytes of work): on the H200, 1 KiB records
+/// sealed on the native executor were as fast or faster on the host at every flush size
+/// measured (1 to 10,000 connections), 16 KiB records faster on the GPU from 100 connections.
+pub const GPU_MIN_ITEM_BYTES: u64 = 8 * 1024;
+
+/// The most crypto work [`Offload::Auto`] computes on the host in one flush (in the flushing
+/// thread): about 10 ms of one host core.
+pub const HOST_MAX_FLUSH_BYTES: u64 = 8 << 20;
 
 impl Offload {
+    /// [`Offload::Auto`]'s model on a GPU.
+    fn model(self) -> batch::OffloadRule {
+        batch::OffloadRule::Model {
+            base: GPU_CROSSOVER_BASE_BYTES,
+            per_block: GPU_CROSSOVER_BYTES_PER_BLOCK,
+            small_item: GPU_MIN_ITEM_BYTES,
+            max_host: HOST_MAX_FLUSH_BYTES,
+        }
+    }
+
     fn rule(self, device: &Device) -> batch::OffloadRule {
-        use batch::OffloadRule::{Below, Model};
+        use batch::OffloadRule::Below;
         match self {
             Offload::Auto if device.info().device_type == crate::DeviceType::Cpu => Below(u64::MAX),
-            Offload::Auto => Model { base: GPU_CROSSOVER_BASE_BYTES, per_block: GPU_CROSSOVER_BYTES_PER_BLOCK },
+            Offload::Auto => self.model(),
             Offload::Gpu => Below(0),
             Offload::Host => Below(u64::MAX),
             Offload::Below(n) => Below(n),
