@@ -29,9 +29,13 @@
 //!   fewer are listed), each connection on the least-loaded device; `--lanes L` (default 1)
 //!   opens L logical devices, each with its own queue, on each of those GPUs.
 //!
-//! It prints a table (records/s, GB/s of plaintext, p50/p99 record latency, host CPU time per
-//! record, submits, dispatches, host waits per run), the stats line of the last coalesced run,
-//! and with `--csv FILE` writes the table as CSV. The host CPU time is the whole process's (user
+//! Without `--connections`, `--records` or `--record-size` it runs two cases: 2,000 connections
+//! x 4 records of 16 KiB (100 connections on a CPU device such as lavapipe), the record size at
+//! which the coalesced GPU fronts come closest to RustCrypto on all cores of an H200's host,
+//! and 1,000 x 4 records of 1 KiB beside it, where the CPU is far ahead. For each case it prints a table (records/s, GB/s of plaintext,
+//! p50/p99 record latency, host CPU time per record, submits, dispatches, host waits per run),
+//! the comparison of the best GPU front with RustCrypto on all cores, and the stats lines; with
+//! `--csv FILE` it writes the tables as one CSV. The host CPU time is the whole process's (user
 //! and system, every thread: a front's runtime workers and driver threads count, and on a CPU
 //! device so does the device's emulation) over the run's timed interval, divided by its records;
 //! it is measured on Linux only (elsewhere `n/a`).
@@ -87,6 +91,8 @@ fn percentile(v: &mut [Duration], p: f64) -> Duration {
 }
 
 /// The command line (see the header); `--gpus` and `--lanes` are read where the set is made.
+/// `n_conns`, `n_records` and `size` are the case being run (see [`cases`]).
+#[derive(Clone)]
 struct Options {
     n_conns: usize,
     n_records: usize,
@@ -97,10 +103,31 @@ struct Options {
     workers: usize,
     flush: FlushPolicy,
     csv: Option<String>,
+    /// No workload was given: run the default cases.
+    default_cases: bool,
+}
+
+/// Records of the default run's first case: the size at which the coalesced GPU fronts came
+/// closest to RustCrypto on all of an H200 host's 16 cores (0.78x with 4,000 connections of
+/// 16 KiB records; 0.46x at 64 KiB and 0.20x at 256 KiB, where each flush carries fewer
+/// records and the HMAC's one-thread-per-message chain is longer; `BENCHMARKS.md`).
+const LARGE_RECORD: usize = 16 * 1024;
+
+/// The workloads to run, as (connections, records per connection, record bytes): the one given
+/// on the command line, or by default a large-record case (2,000 connections x 4 records of
+/// 16 KiB) and the small-record case beside it (1,000 connections x 4 records of 1 KiB), so
+/// that the tables show both where the GPU comes closest and where the CPU is far ahead. On a
+/// CPU device (lavapipe) the large case has 100 connections, to stay short.
+fn cases(o: &Options, on_cpu: bool) -> Vec<(usize, usize, usize)> {
+    if !o.default_cases {
+        return vec![(o.n_conns, o.n_records, o.size)];
+    }
+    vec![(if on_cpu { 100 } else { 2000 }, 4, LARGE_RECORD), (1000, 4, 1024)]
 }
 
 impl Options {
     fn parse(args: &[String]) -> Options {
+        let default_cases = ["--connections", "--records", "--record-size"].iter().all(|a| arg(args, a).is_none());
         let n_conns = num(args, "--connections", 1000usize).max(1);
         let n_records = num(args, "--records", 4usize).max(1);
         let size = num(args, "--record-size", 1024);
@@ -123,7 +150,8 @@ impl Options {
                 std::process::exit(2)
             }
         };
-        Options { n_conns, n_records, size, reps, modes, cores, workers, flush, csv: arg(args, "--csv") }
+        let csv = arg(args, "--csv");
+        Options { n_conns, n_records, size, reps, modes, cores, workers, flush, csv, default_cases }
     }
 }
 
@@ -152,31 +180,43 @@ fn main() -> Result<(), Error> {
     let name = device.info().name.replace(',', ";");
     let on_cpu = device.info().device_type == vkasync::DeviceType::Cpu;
     introduce(&o, &device, &auto);
-    let conns: Arc<Vec<Conn>> = Arc::new(connections(o.n_conns, o.n_records, o.size));
-    let want = reference(&conns, o.cores);
-    let _ = conns[0].prefix;
-
-    // Warm-up: pipelines compile at their first dispatch on some drivers.
-    let warm = Arc::new(conns.iter().take(4).map(|c| Conn { records: vec![vec![1; 64]], ..c.clone_keys() }).collect());
-    run_executor(&crypto, &warm, true, o.flush)?;
-    run_executor(&crypto, &warm, false, o.flush)?;
-    run_blocking(&device, &crypto, &warm)?;
-
-    let set = match o.modes.iter().any(|m| m == "coalesced-tokio-set") {
-        true => Some(open_set(&args, &device, &warm, o.workers)?),
-        false => None,
-    };
-    let mut runs = measure(&o, &device, &crypto, &auto, set.as_ref(), &conns, &want)?;
-    report(&o, &name, on_cpu, &mut runs)
+    let mut csv = String::from(CSV_HEADER);
+    let mut set = None;
+    for (n_conns, n_records, size) in cases(&o, on_cpu) {
+        let o = Options { n_conns, n_records, size, ..o.clone() };
+        println!(
+            "\n{} connections x {} records of {} B, AES-256-CTR then HMAC-SHA256 (own keys per \
+             connection); median of {} runs per mode, every record verified against RustCrypto",
+            o.n_conns, o.n_records, o.size, o.reps
+        );
+        let conns: Arc<Vec<Conn>> = Arc::new(connections(o.n_conns, o.n_records, o.size));
+        let want = reference(&conns, o.cores);
+        // Warm-up: pipelines compile at their first dispatch on some drivers.
+        let warm =
+            Arc::new(conns.iter().take(4).map(|c| Conn { records: vec![vec![1; 64]], ..c.clone_keys() }).collect());
+        run_executor(&crypto, &warm, true, o.flush)?;
+        run_executor(&crypto, &warm, false, o.flush)?;
+        run_blocking(&device, &crypto, &warm)?;
+        if set.is_none() && o.modes.iter().any(|m| m == "coalesced-tokio-set") {
+            set = Some(open_set(&args, &device, &warm, o.workers)?);
+        }
+        let mut runs = measure(&o, &device, &crypto, &auto, set.as_ref(), &conns, &want)?;
+        csv += &report(&o, &name, on_cpu, &mut runs);
+    }
+    if let Some(path) = &o.csv {
+        std::fs::write(path, csv).map_err(|e| Error::InvalidArgument(format!("cannot write {path}: {e}")))?;
+        println!("wrote {path}");
+    }
+    Ok(())
 }
 
-/// Prints the device, the settings and the workload.
+/// Prints the device and the settings.
 fn introduce(o: &Options, device: &Device, auto: &Crypto) {
     let kind = device.info().device_type;
     let auto_rule = match auto.offload_threshold() {
         0 => "every flush on the GPU".to_string(),
         u64::MAX => "every flush on the host (the device is the host's own CPU)".to_string(),
-        n => format!("flushes under about {n} bytes on the host, larger ones on the GPU"),
+        _ => "flushes of small records, or of few large ones, on the host; the others on the GPU".to_string(),
     };
     println!("device: {} ({})", device.info().name, describe(kind));
     println!("host cores: {}; flush policy {:?}; `auto` runs {auto_rule}", o.cores, o.flush);
@@ -188,11 +228,6 @@ fn introduce(o: &Options, device: &Device, auto: &Crypto) {
              for the same records). Against the CPU, run this on a real GPU (VKASYNC_DEVICE picks one)."
         );
     }
-    println!(
-        "{} connections x {} records of {} B, AES-256-CTR then HMAC-SHA256 (own keys per \
-         connection); median of {} runs per mode, every record verified against RustCrypto",
-        o.n_conns, o.n_records, o.size, o.reps
-    );
 }
 
 /// The `coalesced-tokio-set` mode's queue set (`--gpus`, `--lanes`) and each device's `Crypto`,
@@ -254,16 +289,17 @@ fn measure(
     Ok(runs)
 }
 
-/// Prints the table (the median run of every mode), the comparisons, the stats lines, and with
-/// `--csv` writes the table as CSV.
-fn report(o: &Options, name: &str, on_cpu: bool, runs: &mut [Vec<Run>]) -> Result<(), Error> {
+/// The CSV's header (`report` returns its rows).
+const CSV_HEADER: &str = "device,mode,connections,records,record_bytes,wall_ms,records_per_s,gb_per_s,p50_us,p99_us,\
+                          submits,dispatches,host_waits,cpu_us_per_record\n";
+
+/// Prints the table (the median run of every mode), the comparisons and the stats lines, and
+/// returns the table's CSV rows.
+fn report(o: &Options, name: &str, on_cpu: bool, runs: &mut [Vec<Run>]) -> String {
     let (modes, n_conns, n_records, size, cores) = (&o.modes, o.n_conns, o.n_records, o.size, o.cores);
     let total = (n_conns * n_records) as f64;
     let bytes_total = total * size as f64;
-    let mut csv = String::from(
-        "device,mode,connections,records,record_bytes,wall_ms,records_per_s,gb_per_s,p50_us,p99_us,submits,dispatches,host_waits,\
-         cpu_us_per_record\n",
-    );
+    let mut csv = String::new();
     println!(
         "{:<16} {:>12} {:>8} {:>10} {:>10} {:>10} {:>8} {:>10} {:>10}",
         "mode", "records/s", "GB/s", "p50", "p99", "cpu/rec", "submits", "dispatches", "host waits"
@@ -344,9 +380,5 @@ fn report(o: &Options, name: &str, on_cpu: bool, runs: &mut [Vec<Run>]) -> Resul
             println!("{mode}: {s}");
         }
     }
-    if let Some(path) = &o.csv {
-        std::fs::write(path, csv).map_err(|e| Error::InvalidArgument(format!("cannot write {path}: {e}")))?;
-        println!("wrote {path}");
-    }
-    Ok(())
+    csv
 }

@@ -514,10 +514,13 @@ impl<B: Backend> QueueCore<B> {
         cx: &mut Context<'_>,
     ) -> Result<(R, SyncFuture<B>, Poll<Result<()>>)> {
         let mut wakers = Vec::new();
+        // The core's handle for the wait is taken before the lock: its reference count is
+        // shared by every thread, and moving its cache line costs less outside the lock.
+        let core = self.clone();
         let (st, r) = self.record_locked(self.lock(), state, f, &mut wakers);
         let out = match r {
             Ok(r) => {
-                let mut wait = SyncFuture::new(self.clone(), lock(&state.last).clone(), ctx);
+                let mut wait = SyncFuture::new(core, lock(&state.last).clone(), ctx);
                 let poll = wait.poll_locked(self, st, cx, &mut wakers);
                 Ok((r, wait, poll))
             }
