@@ -20,8 +20,8 @@
 //!
 //! # Offload
 //!
-//! A flush whose items carry fewer bytes than the crossover (see [`super::Offload`]) is not
-//! sent to the GPU at all: `encode` computes every item on the host, in place in the slots,
+//! A flush that the offload rule puts on the host ([`OffloadRule`], see [`super::Offload`]) is
+//! not sent to the GPU at all: `encode` computes every item on the host, in place in the slots,
 //! with the RustCrypto crates, and marks the items done. The caller's wait returns as soon as
 //! it sees that, without waiting for the flush's (then empty) submission.
 

@@ -19,7 +19,7 @@
 //!    recorder's flush; at the flush, the items of every task become one AES-CTR dispatch and
 //!    one SHA-256/HMAC dispatch over a per-flush table of keys, counters, offsets and lengths.
 //!    A `Pending*` value's `finish()` reads the results once the flush completed. A flush
-//!    carrying less work than the crossover runs on the host instead ([`Offload`]). The async
+//!    that the GPU would not pay back runs on the host instead ([`Offload`]). The async
 //!    calls ([`Crypto::aes_ctr`], [`Crypto::seal`], ...) are these plus the wait, so code
 //!    written one connection at a time gets coalesced work for free.
 //! 3. **The record layer** ([`Crypto::seal`], [`Crypto::open`], [`RecordKeys`]): per-connection
@@ -130,10 +130,10 @@ use std::sync::Arc;
 
 /// Where the coalesced crypto work of a flush runs (see [`Crypto::with_offload`]).
 ///
-/// Each flush's crypto items are weighed in bytes (AES bytes plus hashed bytes). Below the
-/// crossover the whole flush is computed on the host, in the flushing thread, with the
-/// RustCrypto crates, and its tasks resume without waiting for the GPU; at or above it, the
-/// flush goes to the GPU as coalesced dispatches.
+/// Each flush's crypto items are weighed in bytes (AES bytes plus hashed bytes). A flush the
+/// rule puts on the host is computed there whole, in the flushing thread, with the RustCrypto
+/// crates, and its tasks resume without waiting for the GPU; any other flush goes to the GPU as
+/// coalesced dispatches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Offload {
@@ -283,8 +283,8 @@ impl Crypto {
     }
 
     /// The bytes of crypto work per flush below which a flush runs on the host (0: never;
-    /// `u64::MAX`: always); for [`Offload::Auto`] on a GPU, the fixed part of the crossover
-    /// (it grows with the flush's longest hashed message).
+    /// `u64::MAX`: always); for [`Offload::Auto`] on a GPU, [`GPU_CROSSOVER_BASE_BYTES`], the
+    /// fixed part of its rule (see [`Offload::Auto`] for the whole rule).
     pub fn offload_threshold(&self) -> u64 {
         match self.batch.offload {
             batch::OffloadRule::Below(n) => n,
