@@ -536,3 +536,41 @@ fn records_of_200_mib_seal_and_open_like_rustcrypto_on_every_offload_side() {
     drop((ctx, queue));
     finish(device);
 }
+
+#[test]
+fn records_the_host_takes_at_once_match_the_flushed_ones() {
+    let device = device();
+    let gpu = Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
+    let host = gpu.clone().with_offload(vkasync::crypto::Offload::Host);
+    let auto = Crypto::new(&device).unwrap();
+    let exec = Executor::new(&device).unwrap();
+    let ctx = exec.context();
+    let keys = RecordKeys::new(&[9; 32], b"a mac key", [0, 1, 2, 3]).unwrap();
+    let (g, h, a, c) = (gpu.clone(), host.clone(), auto.clone(), ctx.clone());
+    let submits = exec.block_on(async move {
+        let mut host_submits = 0;
+        for len in [0usize, 1, 47, 48, 1000, 4095, 16384, 65536, 65537] {
+            let plain = bytes(len, len as u64 + 11);
+            let want = g.seal(&c, &keys, 3, &plain).await.unwrap();
+            for crypto in [&h, &a] {
+                let before = c.device().last_submitted();
+                assert_eq!(crypto.seal(&c, &keys, 3, &plain).await.unwrap(), want, "{len} B");
+                let mut buf = plain.clone();
+                assert_eq!(crypto.seal_in_place(&c, &keys, 3, &mut buf).await.unwrap(), want.tag, "{len} B");
+                assert_eq!(buf, want.ciphertext, "{len} B");
+                assert_eq!(crypto.open(&c, &keys, 3, &want.ciphertext, &want.tag).await.unwrap(), plain);
+                crypto.open_in_place(&c, &keys, 3, &mut buf, &want.tag).await.unwrap();
+                assert_eq!(buf, plain, "{len} B");
+                if std::ptr::eq(crypto, &h) {
+                    host_submits += c.device().last_submitted() - before;
+                }
+            }
+        }
+        reject_cases(&h, &c).await;
+        host_submits
+    });
+    // Always on the host: nothing of it was submitted to the device.
+    assert_eq!(submits, 0);
+    drop((exec, ctx, gpu, host, auto));
+    finish(device);
+}

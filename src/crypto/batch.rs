@@ -233,7 +233,25 @@ pub(crate) enum OffloadRule {
     Model { base: u64, per_block: u64, small_item: u64, max_host: u64 },
 }
 
+/// The longest record the record layer seals or opens at once in the calling task (see
+/// [`OffloadRule::inline`]): about 80 µs of one host core.
+const INLINE_MAX_BYTES: u64 = 64 * 1024;
+
 impl OffloadRule {
+    /// Whether a record of `len` bytes goes to the host whatever flush it would join: always
+    /// on the host ([`super::Offload::Host`], or `Auto` on a CPU device), or `Auto`'s model
+    /// with a record too small for the GPU to pay back. The record layer then seals or opens it
+    /// at once in the calling task, on the caller's buffer, with no staging, no flush and no
+    /// wait (up to [`INLINE_MAX_BYTES`]; a longer one joins a flush and runs there).
+    pub fn inline(self, len: u64) -> bool {
+        let work = 2 * (16 + len);
+        len <= INLINE_MAX_BYTES
+            && match self {
+                OffloadRule::Below(n) => n == u64::MAX,
+                OffloadRule::Model { small_item, .. } => work < small_item,
+            }
+    }
+
     fn on_host(self, bytes: u64, longest_blocks: u64, items: usize) -> bool {
         match self {
             OffloadRule::Below(n) => bytes < n,
@@ -530,5 +548,13 @@ mod tests {
         assert!(!host(10_000, 1024), "but never a flush longer than one thread should take");
         assert!(!host(1, 64 << 20), "a 64 MiB record: the GPU");
         assert!(OffloadRule::Below(100).on_host(99, 0, 1) && !OffloadRule::Below(100).on_host(100, 0, 1));
+    }
+
+    #[test]
+    fn records_go_inline_only_where_every_flush_would_compute_them_on_the_host() {
+        let model = crate::crypto::Offload::Auto.model();
+        assert!(model.inline(1024) && model.inline(3000) && !model.inline(16384));
+        assert!(OffloadRule::Below(u64::MAX).inline(16384) && !OffloadRule::Below(u64::MAX).inline(1 << 20));
+        assert!(!OffloadRule::Below(0).inline(16) && !OffloadRule::Below(10_000).inline(16));
     }
 }

@@ -31,6 +31,17 @@
 //! Every call is one item of the flush's coalesced crypto work ([`super::batch`]): 10,000
 //! connections each sealing a record in their own task go out as one AES dispatch and one
 //! HMAC dispatch.
+//!
+//! # Records the host takes at once
+//! Where the offload would compute a record on the host whatever flush it joined (always with
+//! [`super::Offload::Host`] and with `Auto` on a CPU device such as lavapipe; with `Auto` on a
+//! GPU for records under about 4 KiB, which the GPU path costs more host time than their
+//! crypto), [`Crypto::seal`], [`Crypto::seal_in_place`], [`Crypto::open`] and
+//! [`Crypto::open_in_place`] seal or open it at once in the calling task, on the caller's
+//! buffer: no staging copies, no flush, no wait, and on a multi-threaded runtime every worker
+//! seals its own tasks' records. Records up to 64 KiB; a longer one joins a flush, whose host
+//! path computes it. `prepare_seal` and `prepare_open` always add an item to the flush. The
+//! output is the same either way.
 
 use super::batch::{AesPart, HashPart, Item, Ticket};
 use super::{host, AesKey, Crypto, HmacKey, Io};
@@ -257,6 +268,31 @@ impl Crypto {
         self.aes_ctr_pieces(ctx, Some(&keys.aes), &nonce, io).await
     }
 
+    /// Whether a record of `len` bytes is sealed or opened at once in the calling task (see
+    /// the module docs, "Records the host takes at once").
+    fn record_inline(&self, len: usize) -> bool {
+        self.batch.offload.inline(len as u64)
+    }
+
+    /// Seals `buf` in place at once on this thread: AES-CTR with the connection's expanded key,
+    /// then the tag over nonce and ciphertext.
+    fn seal_inline(keys: &RecordKeys, seq: u64, buf: &mut [u8]) -> [u8; 32] {
+        let nonce = keys.nonce(seq);
+        keys.aes.host_cipher().apply_ctr(&nonce, buf);
+        record_tag(&keys.mac, &nonce, buf)
+    }
+
+    /// Opens `buf` in place at once on this thread: the tag first (nothing is decrypted for a
+    /// forged record), then AES-CTR.
+    fn open_inline(keys: &RecordKeys, seq: u64, buf: &mut [u8], tag: &[u8; 32]) -> Result<()> {
+        let nonce = keys.nonce(seq);
+        if !tags_equal(&record_tag(&keys.mac, &nonce, buf), tag) {
+            return Err(Error::AuthenticationFailed);
+        }
+        keys.aes.host_cipher().apply_ctr(&nonce, buf);
+        Ok(())
+    }
+
     /// Stages `data` (nonce first) and adds its AES-CTR and HMAC to the batch, in the order
     /// `mac_first` says.
     fn stage_record<R: Recorder + ?Sized>(
@@ -367,6 +403,11 @@ impl Crypto {
     /// # Ok::<(), vkasync::Error>(())
     /// ```
     pub async fn seal(&self, ctx: &crate::Ctx, keys: &RecordKeys, seq: u64, plaintext: &[u8]) -> Result<SealedRecord> {
+        if self.record_inline(plaintext.len()) {
+            let mut ciphertext = plaintext.to_vec();
+            let tag = Self::seal_inline(keys, seq, &mut ciphertext);
+            return Ok(SealedRecord { ciphertext, tag });
+        }
         if !self.record_fits_one_slot(plaintext.len())? {
             let mut ciphertext = vec![0u8; plaintext.len()];
             let tag = self.seal_pieces(ctx, keys, seq, Io::Separate(plaintext, &mut ciphertext)).await?;
@@ -384,6 +425,9 @@ impl Crypto {
         seq: u64,
         buf: &mut [u8],
     ) -> Result<[u8; 32]> {
+        if self.record_inline(buf.len()) {
+            return Ok(Self::seal_inline(keys, seq, buf));
+        }
         if !self.record_fits_one_slot(buf.len())? {
             return self.seal_pieces(ctx, keys, seq, Io::InPlace(buf)).await;
         }
@@ -399,6 +443,11 @@ impl Crypto {
         ciphertext: &[u8],
         tag: &[u8; 32],
     ) -> Result<Vec<u8>> {
+        if self.record_inline(ciphertext.len()) {
+            let mut plaintext = ciphertext.to_vec();
+            Self::open_inline(keys, seq, &mut plaintext, tag)?;
+            return Ok(plaintext);
+        }
         if !self.record_fits_one_slot(ciphertext.len())? {
             let mut plaintext = vec![0u8; ciphertext.len()];
             self.open_pieces(ctx, keys, seq, Io::Separate(ciphertext, &mut plaintext), tag).await?;
@@ -418,6 +467,9 @@ impl Crypto {
         buf: &mut [u8],
         tag: &[u8; 32],
     ) -> Result<()> {
+        if self.record_inline(buf.len()) {
+            return Self::open_inline(keys, seq, buf, tag);
+        }
         if !self.record_fits_one_slot(buf.len())? {
             return self.open_pieces(ctx, keys, seq, Io::InPlace(buf), tag).await;
         }
