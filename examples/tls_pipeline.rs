@@ -15,8 +15,9 @@
 //! - `coalesced-tokio`: the same through a [`Queue`] from a tokio multi-thread runtime (one
 //!   worker per host core; one task per worker spawns its share of the connections' tasks),
 //!   so that the host copies run on all cores;
-//! - `auto`: as `coalesced`, with the runtime choosing per flush between the GPU and the host
-//!   (`Offload::Auto`: small flushes run on the host with RustCrypto);
+//! - `auto`: as `coalesced`, with the runtime choosing between the GPU and the host
+//!   (`Offload::Auto`: records under about 4 KiB sealed at once on the host, flushes of few
+//!   large records on the host, the others on the GPU);
 //! - `cpu-1`: RustCrypto on one host core; `cpu-all`: RustCrypto on every host core. One worker
 //!   thread per core over its contiguous share of the connections; each connection's keys are
 //!   expanded once (the AES key schedule and the keyed HMAC state, as at a handshake), and every
