@@ -530,9 +530,7 @@ impl<T: Pod> Readback<T> {
         if !self.buffer.is_idle()? {
             return Err(Error::NotReady);
         }
-        let mut out = vec![T::zeroed(); self.len];
-        self.buffer.read_bytes(bytemuck::cast_slice_mut(&mut out))?;
-        Ok(out)
+        self.buffer.read_vec(self.len)
     }
 }
 
