@@ -182,17 +182,22 @@ pub fn run_executor(
             let (crypto, conns) = (crypto.clone(), conns.clone());
             exec.spawn_with(move |ctx| async move {
                 let c = &conns[i];
-                let (key, mac) = (AesKey::new(&c.aes_key)?, HmacKey::new(&c.mac_key));
+                // The waits-only mode's own key objects (the coalesced modes use the
+                // connection's `RecordKeys`, expanded before the clock like the CPU modes' keys).
+                let waits_only_keys = match coalesced {
+                    true => None,
+                    false => Some((AesKey::new(&c.aes_key)?, HmacKey::new(&c.mac_key))),
+                };
                 let mut out = Vec::with_capacity(bufs.len());
                 let mut lat = Vec::with_capacity(bufs.len());
                 for (seq, buf) in bufs.iter_mut().enumerate() {
                     let t = Instant::now();
-                    let tag = if coalesced {
-                        crypto.seal_in_place(&ctx, &c.keys, seq as u64, buf).await?
-                    } else {
-                        let (ct, tag) = seal_waits_only(&crypto, &ctx, &key, &mac, c.nonce(seq), buf).await?;
+                    let tag = if let Some((key, mac)) = &waits_only_keys {
+                        let (ct, tag) = seal_waits_only(&crypto, &ctx, key, mac, c.nonce(seq), buf).await?;
                         buf.copy_from_slice(&ct);
                         tag
+                    } else {
+                        crypto.seal_in_place(&ctx, &c.keys, seq as u64, buf).await?
                     };
                     lat.push(t.elapsed());
                     out.push(tag);
