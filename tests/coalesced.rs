@@ -574,3 +574,113 @@ fn records_the_host_takes_at_once_match_the_flushed_ones() {
     drop((exec, ctx, gpu, host, auto));
     finish(device);
 }
+
+/// Records in staging memory seal and open in place like RustCrypto's composition on every
+/// offload side, on the native executor and from tokio workers through a `Queue`; a wrong tag
+/// zeroes the record; a seal whose future is dropped before it finishes never shows a partial
+/// result; a record too long for one slot is refused.
+#[test]
+fn staged_records_seal_and_open_in_place_like_rustcrypto() {
+    let _w = Watchdog::new(std::time::Duration::from_secs(300));
+    let device = device();
+    let gpu = Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
+    let sides = [gpu.clone(), gpu.clone().with_offload(vkasync::crypto::Offload::Host), Crypto::new(&device).unwrap()];
+    let exec = Executor::new(&device).unwrap();
+    let ctx = exec.context();
+    let (aes_key, mac_key) = (bytes(32, 1), bytes(20, 2));
+    let keys = RecordKeys::new(&aes_key, &mac_key, [4, 3, 2, 1]).unwrap();
+    let dispatches_before = exec.stats().dispatches;
+    let (s, c, k, a, m) = (sides.clone(), ctx.clone(), keys.clone(), aes_key.clone(), mac_key.clone());
+    exec.block_on(async move {
+        let (ctx, keys, aes_key, mac_key) = (c, k, a, m);
+        for crypto in &s {
+            for len in [0usize, 1, 47, 48, 1000, 4095, 16384, 65537] {
+                let plain = bytes(len, len as u64 + 5);
+                let mut rec = crypto.staged_record(len).unwrap();
+                assert_eq!(rec.len(), len);
+                assert!(rec.bytes().unwrap().iter().all(|&b| b == 0), "a new record is zeroed");
+                rec.bytes_mut().unwrap().copy_from_slice(&plain);
+                let tag = crypto.seal_staged(&ctx, &keys, 7, &mut rec).await.unwrap();
+                let (ct, want_tag) = cpu_seal(&aes_key, &mac_key, [4, 3, 2, 1], 7, &plain);
+                assert_eq!((rec.bytes().unwrap(), tag), (&ct[..], want_tag), "{len} B");
+                crypto.open_staged(&ctx, &keys, 7, &mut rec, &tag).await.unwrap();
+                assert_eq!(rec.bytes().unwrap(), &plain[..], "{len} B opened");
+                // A forged tag: refused, and nothing of the decryption is left.
+                crypto.seal_staged(&ctx, &keys, 8, &mut rec).await.unwrap();
+                let mut forged = tag;
+                forged[0] ^= 1;
+                let e = crypto.open_staged(&ctx, &keys, 8, &mut rec, &forged).await.unwrap_err();
+                assert!(matches!(e, Error::AuthenticationFailed), "{len} B: {e:?}");
+                assert!(rec.bytes().unwrap().iter().all(|&b| b == 0), "{len} B: zeroed after a forged tag");
+            }
+        }
+    });
+    assert!(exec.stats().dispatches > dispatches_before, "the GPU side dispatched");
+    let limit = device.limits().max_storage_buffer_range.min(device.limits().max_buffer_size);
+    assert!(matches!(gpu.staged_record(limit as usize).unwrap_err(), Error::TooLarge { .. }));
+
+    // From tokio workers: 64 connections, each its own record, coalesced into few dispatches.
+    let queue = Queue::new(&device).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).build().unwrap();
+    let ok = rt.block_on(async {
+        let mut set = tokio::task::JoinSet::new();
+        for c in 0..64u64 {
+            let (crypto, ctx) = (gpu.clone(), queue.context());
+            set.spawn(async move {
+                let (aes_key, mac_key) = (bytes(16, c), bytes(32, c + 99));
+                let keys = RecordKeys::new(&aes_key, &mac_key, [9; 4]).unwrap();
+                let mut rec = crypto.staged_record(2000).unwrap();
+                let mut ok = true;
+                for seq in 0..5 {
+                    let plain = bytes(2000, c ^ seq);
+                    rec.bytes_mut().unwrap().copy_from_slice(&plain);
+                    let tag = crypto.seal_staged(&ctx, &keys, seq, &mut rec).await.unwrap();
+                    let (ct, want) = cpu_seal(&aes_key, &mac_key, [9; 4], seq, &plain);
+                    ok &= rec.bytes().unwrap() == &ct[..] && tag == want;
+                }
+                ok
+            });
+        }
+        let mut ok = 0;
+        while let Some(r) = set.join_next().await {
+            ok += r.unwrap() as usize;
+        }
+        ok
+    });
+    assert_eq!(ok, 64);
+    let s = queue.stats();
+    assert!(s.dispatches <= 2 * s.flushes && s.flushes < 64 * 5, "{s}");
+
+    // A seal dropped after its first poll: the record is refused until its work is done, and
+    // then holds the whole ciphertext.
+    let plain = bytes(1 << 20, 77);
+    let mut rec = gpu.staged_record(plain.len()).unwrap();
+    rec.bytes_mut().unwrap().copy_from_slice(&plain);
+    let qctx = queue.context();
+    rt.block_on(async {
+        let mut seal = Box::pin(gpu.seal_staged(&qctx, &keys, 1, &mut rec));
+        // One poll records the seal (a GPU that finished it at once would make the rest moot).
+        let first =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(std::future::Future::poll(seal.as_mut(), cx))).await;
+        if let std::task::Poll::Ready(r) = first {
+            r.unwrap();
+        }
+    });
+    let (ct, _) = cpu_seal(&aes_key, &mac_key, [4, 3, 2, 1], 1, &plain);
+    match rec.bytes() {
+        Err(Error::NotReady) => {}
+        Ok(b) => assert_eq!(b, &ct[..], "a finished seal shows its whole result"),
+        Err(e) => panic!("{e:?}"),
+    }
+    futures::executor::block_on(qctx.synchronize()).unwrap();
+    assert_eq!(rec.bytes().unwrap(), &ct[..]);
+    // And the record takes the next seal.
+    rec.bytes_mut().unwrap().copy_from_slice(&plain);
+    let tag = futures::executor::block_on(gpu.seal_staged(&qctx, &keys, 2, &mut rec)).unwrap();
+    assert_eq!((rec.bytes().unwrap(), tag), {
+        let (c, t) = cpu_seal(&aes_key, &mac_key, [4, 3, 2, 1], 2, &plain);
+        (&c.clone()[..], t)
+    });
+    drop((rt, queue, qctx, exec, ctx, sides, gpu, rec));
+    finish(device);
+}

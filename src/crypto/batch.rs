@@ -131,6 +131,7 @@ fn hash_on_host(bytes: &mut [u8], p: &HashPart) {
 }
 
 /// The caller's side of an [`Item`]: reads its results once its flush has completed.
+#[derive(Clone)]
 pub(crate) struct Ticket {
     slot: Slot,
     state: Arc<ItemState>,
@@ -159,6 +160,27 @@ impl Ticket {
         } else {
             Err(Error::NotReady)
         }
+    }
+
+    /// Whether GPU work may still read or write the item's slot: its flush is not yet encoded,
+    /// or was submitted and has not completed. `false` once the item was computed on the host,
+    /// once its flush completed, and once its batch failed before it was submitted (a failed
+    /// batch whose flush was submitted anyway is in use until that flush completes).
+    pub fn in_use(&self) -> bool {
+        if self.state.host_done.load(Ordering::Acquire) {
+            return false;
+        }
+        let value = self.state.value.get().map_or(0, |v| v.load(Ordering::Acquire));
+        if value == 0 {
+            // Not yet encoded, or encoding failed before this item was given its flush, or the
+            // flush was dropped unsubmitted: only the error tells the last two apart.
+            return self.state.error.get().is_none();
+        }
+        if value == crate::record::recording::NOTHING_TO_SUBMIT {
+            return false;
+        }
+        let device = &self.slot.chunk.work.device;
+        !(value <= device.cached_completed() || device.completed_value().is_ok_and(|c| value <= c))
     }
 
     /// Whether the caller need not wait for the GPU: the item was computed on the host, or its

@@ -120,7 +120,7 @@ pub use aes::{AesKey, AesKeyBuffer, PendingAesCtr};
 pub use sha::{DeviceMessages, HmacKey, MessageBatch, MessageIndex, PendingDigests};
 
 pub use host::{ctr_add, digest_bytes, pack_le_words, unpack_le_words};
-pub use record::{PendingOpen, PendingSeal, RecordKeys, SealedRecord as Sealed, MAX_RECORD_BYTES};
+pub use record::{PendingOpen, PendingSeal, RecordKeys, SealedRecord as Sealed, StagedRecord, MAX_RECORD_BYTES};
 
 use crate::{kernels, Arg, CommandList, Device, Error, Kernel, Recorder, Result};
 use batch::{AesPart, CryptoBatch, HashPart, Item, Ticket};

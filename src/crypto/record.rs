@@ -42,10 +42,22 @@
 //! seals its own tasks' records. Records up to 64 KiB; a longer one joins a flush, whose host
 //! path computes it. `prepare_seal` and `prepare_open` always add an item to the flush. The
 //! output is the same either way.
+//!
+//! # Records in staging memory
+//! [`Crypto::seal`] and friends copy the record into staging memory and the result back out: two
+//! host copies per record, which on a discrete GPU also cost host memory bandwidth beside the
+//! GPU's own transfers. A [`StagedRecord`] is a record buffer that lives in staging memory: the
+//! caller writes the plaintext into it ([`StagedRecord::bytes_mut`]), seals it in place
+//! ([`Crypto::seal_staged`]) and reads the ciphertext from it, so that the host moves no record
+//! bytes at all; the GPU's transfers (on a discrete GPU, to its own memory and back) and kernels
+//! do the rest. While a seal or open of the buffer may still be running on the GPU (its future
+//! was dropped before it finished), the buffer's bytes are refused with [`Error::NotReady`];
+//! `ctx.synchronize().await` waits for that work.
 
 use super::batch::{AesPart, HashPart, Item, Ticket};
 use super::{host, AesKey, Crypto, HmacKey, Io};
 use crate::error::{Error, Result};
+use crate::record::staging::Slot;
 use crate::Recorder;
 use std::sync::Arc;
 
@@ -475,5 +487,177 @@ impl Crypto {
         }
         let staged = self.run_record(ctx, keys, seq, buf, true).await?;
         PendingOpen { staged, tag: *tag }.finish_into(buf)
+    }
+}
+
+/// A record buffer in staging memory, which the GPU reads and writes: sealing or opening it
+/// ([`Crypto::seal_staged`], [`Crypto::open_staged`]) moves no record bytes on the host. Made by
+/// [`Crypto::staged_record`], zeroed; reusable for any number of records of its length.
+///
+/// ```no_run
+/// # use vkasync::{crypto::{Crypto, RecordKeys}, Device, Executor};
+/// let device = Device::new()?;
+/// let crypto = Crypto::new(&device)?;
+/// let exec = Executor::new(&device)?;
+/// let ctx = exec.context();
+/// let keys = RecordKeys::new(&[7; 32], b"mac key", [0; 4])?;
+/// let mut record = crypto.staged_record(14)?;
+/// record.bytes_mut()?.copy_from_slice(b"attack at dawn");
+/// let mut record = exec.block_on(async move {
+///     let tag = crypto.seal_staged(&ctx, &keys, 0, &mut record).await?; // ciphertext in `record`
+///     crypto.open_staged(&ctx, &keys, 0, &mut record, &tag).await?; // plaintext again
+///     Ok::<_, vkasync::Error>(record)
+/// })?;
+/// assert_eq!(record.bytes()?, b"attack at dawn");
+/// # Ok::<(), vkasync::Error>(())
+/// ```
+pub struct StagedRecord {
+    /// Nonce at 0, the record at 16, zeros to `tag_at`, the tag after (as [`Staged`]).
+    slot: Slot,
+    len: usize,
+    tag_at: u64,
+    /// The last seal or open of the buffer, until it is known to be off the GPU.
+    pending: Option<Ticket>,
+}
+
+impl std::fmt::Debug for StagedRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StagedRecord").field("len", &self.len).finish_non_exhaustive()
+    }
+}
+
+impl StagedRecord {
+    /// The record's length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the record is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// [`Error::NotReady`] while GPU work may still use the buffer (see the module docs).
+    fn check_idle(&mut self) -> Result<()> {
+        match &self.pending {
+            Some(t) if t.in_use() => Err(Error::NotReady),
+            _ => {
+                self.pending = None;
+                Ok(())
+            }
+        }
+    }
+
+    /// The record's bytes: the plaintext written, or the result of the last seal or open.
+    /// [`Error::NotReady`] while a seal or open of it may still run on the GPU.
+    pub fn bytes(&mut self) -> Result<&[u8]> {
+        Ok(self.bytes_mut()?)
+    }
+
+    /// The record's bytes, to write a plaintext (or ciphertext) into. [`Error::NotReady`] while a
+    /// seal or open of it may still run on the GPU.
+    pub fn bytes_mut(&mut self) -> Result<&mut [u8]> {
+        self.check_idle()?;
+        // SAFETY: no GPU work uses the slot (checked just above: any item of it completed, was
+        // computed on the host or never reached the GPU), this value owns the slot alone (items
+        // and tickets of it are only made by `&mut self` methods, which return before handing
+        // out bytes), and the slice borrows `self` mutably.
+        let all = unsafe { self.slot.host_bytes()? };
+        Ok(&mut all[16..16 + self.len])
+    }
+
+    /// Writes the nonce and zeroes the padding before the tag; an item of the slot with the
+    /// record's HMAC (before or after AES, `mac_first`) and its AES-CTR.
+    fn item(&self, keys: &RecordKeys, nonce: [u8; 16], mac_first: bool) -> Result<Item> {
+        let len = self.len as u64;
+        self.slot.write(0, &nonce)?;
+        self.slot.zero(16 + len, self.tag_at - 16 - len)?;
+        let mut item = Item::new(self.slot.clone());
+        let mac = HashPart { at: 0, len: 16 + len, digest_at: self.tag_at, key: Some(keys.mac.clone()) };
+        if mac_first {
+            item.mac_first.push(mac);
+        } else {
+            item.hashes.push(mac);
+        }
+        item.aes.push(AesPart { at: 16, len, key: keys.aes.clone(), counter: nonce });
+        Ok(item)
+    }
+}
+
+impl Crypto {
+    /// A zeroed record buffer of `len` bytes in staging memory (see [`StagedRecord`]). A record
+    /// whose nonce, data and tag do not fit one staging slot (the device's storage-buffer range)
+    /// is [`Error::TooLarge`]; [`Crypto::seal_in_place`] takes any length.
+    pub fn staged_record(&self, len: usize) -> Result<StagedRecord> {
+        if !self.record_fits_one_slot(len)? {
+            return Err(Error::TooLarge {
+                what: "staged record (nonce, data and tag in one staging slot)",
+                requested: len as u64,
+                limit: self.batch.arena.max_slot().saturating_sub(48),
+            });
+        }
+        let tag_at = 16 + (len as u64).next_multiple_of(16);
+        let slot = self.batch.arena.reserve(tag_at + 32)?;
+        // Staging memory is reused: nothing of an earlier user's records shows through.
+        slot.zero(0, slot.len)?;
+        Ok(StagedRecord { slot, len, tag_at, pending: None })
+    }
+
+    /// Seals record `seq` of a connection in place in `record` (see [`RecordKeys`] for the
+    /// format) and returns its tag: the same ciphertext and tag as [`Crypto::seal_in_place`],
+    /// with no host copy of the record. [`Error::NotReady`] if an earlier seal or open of
+    /// `record` may still run on the GPU.
+    pub async fn seal_staged(
+        &self,
+        ctx: &crate::Ctx,
+        keys: &RecordKeys,
+        seq: u64,
+        record: &mut StagedRecord,
+    ) -> Result<[u8; 32]> {
+        record.check_idle()?;
+        if self.record_inline(record.len) {
+            return Ok(Self::seal_inline(keys, seq, record.bytes_mut()?));
+        }
+        let item = record.item(keys, keys.nonce(seq), false)?;
+        let ticket = item.ticket();
+        record.pending = Some(ticket.clone());
+        ctx.batch_and_settle(&self.batch, item, || ticket.settled()).await?;
+        let tag = ticket.digest(record.tag_at)?;
+        record.pending = None;
+        Ok(tag)
+    }
+
+    /// Opens record `seq` in place in `record`: on success it holds the plaintext; if `tag`
+    /// does not match, [`Error::AuthenticationFailed`] and the record is zeroed (no decryption
+    /// of a forged record is released). [`Error::NotReady`] if an earlier seal or open of
+    /// `record` may still run on the GPU.
+    pub async fn open_staged(
+        &self,
+        ctx: &crate::Ctx,
+        keys: &RecordKeys,
+        seq: u64,
+        record: &mut StagedRecord,
+        tag: &[u8; 32],
+    ) -> Result<()> {
+        record.check_idle()?;
+        if self.record_inline(record.len) {
+            let bytes = record.bytes_mut()?;
+            let opened = Self::open_inline(keys, seq, bytes, tag);
+            if opened.is_err() {
+                bytes.fill(0);
+            }
+            return opened;
+        }
+        let item = record.item(keys, keys.nonce(seq), true)?;
+        let ticket = item.ticket();
+        record.pending = Some(ticket.clone());
+        ctx.batch_and_settle(&self.batch, item, || ticket.settled()).await?;
+        let computed = ticket.digest(record.tag_at)?;
+        record.pending = None;
+        if !tags_equal(&computed, tag) {
+            record.bytes_mut()?.fill(0);
+            return Err(Error::AuthenticationFailed);
+        }
+        Ok(())
     }
 }
