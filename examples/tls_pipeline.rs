@@ -15,6 +15,10 @@
 //! - `coalesced-tokio`: the same through a [`Queue`] from a tokio multi-thread runtime (one
 //!   worker per host core; one task per worker spawns its share of the connections' tasks),
 //!   so that the host copies run on all cores;
+//! - `staged-tokio`: as `coalesced-tokio`, with each record in staging memory
+//!   (`Crypto::staged_record`, filled with the plaintext before the clock starts, as every
+//!   mode's buffers are) and sealed there (`Crypto::seal_staged`): no host copy of any record;
+//!   `staged` (only with `--modes`): the same on the [`Executor`];
 //! - `auto`: as `coalesced`, with the runtime choosing between the GPU and the host
 //!   (`Offload::Auto`, the default: records under about 4 KiB sealed at once on the host,
 //!   flushes of few large records on the host, the others on the GPU); `auto-tokio`: as
@@ -73,10 +77,19 @@ use support::queues::{queue_set, set_devices};
 use vkasync::crypto::{Crypto, Offload};
 use vkasync::{Device, Error, FlushPolicy, PerDevice, QueueSet};
 
-const MODES: [&str; 8] =
-    ["blocking", "waits-only", "coalesced", "coalesced-tokio", "auto", "auto-tokio", "cpu-1", "cpu-all"];
+const MODES: [&str; 9] = [
+    "blocking",
+    "waits-only",
+    "coalesced",
+    "coalesced-tokio",
+    "staged-tokio",
+    "auto",
+    "auto-tokio",
+    "cpu-1",
+    "cpu-all",
+];
 /// Modes run only when named in `--modes`.
-const EXTRA_MODES: [&str; 2] = ["coalesced-tokio-set", "host"];
+const EXTRA_MODES: [&str; 3] = ["coalesced-tokio-set", "host", "staged"];
 
 /// The device's kind, in words.
 fn describe(kind: vkasync::DeviceType) -> &'static str {
@@ -198,8 +211,8 @@ fn main() -> Result<(), Error> {
         // Warm-up: pipelines compile at their first dispatch on some drivers.
         let warm =
             Arc::new(conns.iter().take(4).map(|c| Conn { records: vec![vec![1; 64]], ..c.clone_keys() }).collect());
-        run_executor(&crypto, &warm, true, o.flush)?;
-        run_executor(&crypto, &warm, false, o.flush)?;
+        run_executor(&crypto, &warm, true, o.flush, false)?;
+        run_executor(&crypto, &warm, false, o.flush, false)?;
         run_blocking(&device, &crypto, &warm)?;
         if set.is_none() && o.modes.iter().any(|m| m == "coalesced-tokio-set") {
             set = Some(open_set(&args, &device, &warm, o.workers)?);
@@ -273,12 +286,14 @@ fn measure(
             let m = (k + rep) % modes.len();
             let run = match modes[m].as_str() {
                 "blocking" => run_blocking(device, crypto, conns)?,
-                "waits-only" => run_executor(crypto, conns, false, flush)?,
-                "coalesced" => run_executor(crypto, conns, true, flush)?,
-                "auto" => run_executor(auto, conns, true, flush)?,
-                "host" => run_executor(&auto.clone().with_offload(Offload::Host), conns, true, flush)?,
-                "coalesced-tokio" => run_tokio(crypto, conns, workers)?,
-                "auto-tokio" => run_tokio(auto, conns, workers)?,
+                "waits-only" => run_executor(crypto, conns, false, flush, false)?,
+                "coalesced" => run_executor(crypto, conns, true, flush, false)?,
+                "staged" => run_executor(crypto, conns, true, flush, true)?,
+                "auto" => run_executor(auto, conns, true, flush, false)?,
+                "host" => run_executor(&auto.clone().with_offload(Offload::Host), conns, true, flush, false)?,
+                "coalesced-tokio" => run_tokio(crypto, conns, workers, false)?,
+                "staged-tokio" => run_tokio(crypto, conns, workers, true)?,
+                "auto-tokio" => run_tokio(auto, conns, workers, false)?,
                 "coalesced-tokio-set" => {
                     let (set, cryptos) = set.expect("made for the mode");
                     run_tokio_set(set, cryptos, conns, workers)?
@@ -366,7 +381,7 @@ fn report(o: &Options, name: &str, on_cpu: bool, runs: &mut [Vec<Run>]) -> Strin
     }
     // Against the CPU, the best of the coalesced GPU fronts (each is a way to use the runtime;
     // `auto` and `auto-tokio` count only where they ran on the GPU, and never on a CPU device).
-    let best = ["coalesced", "coalesced-tokio", "coalesced-tokio-set", "auto", "auto-tokio"]
+    let best = ["coalesced", "coalesced-tokio", "coalesced-tokio-set", "staged", "staged-tokio", "auto", "auto-tokio"]
         .into_iter()
         .filter(|m| !m.starts_with("auto") || (!on_cpu && on_gpu.contains(m)))
         .filter_map(|m| speed.get(m).map(|&secs| (m, secs)))

@@ -8,7 +8,9 @@ use crate::conns::{Conn, SealKeys, Sealed};
 use crate::support::queues::queue_builder;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vkasync::crypto::{pack_le_words, unpack_le_words, AesKey, Crypto, HmacKey, MessageIndex};
+use vkasync::crypto::{
+    pack_le_words, unpack_le_words, AesKey, Crypto, HmacKey, MessageIndex, RecordKeys, StagedRecord,
+};
 use vkasync::{Buffer, Ctx, Device, Error, Executor, FlushPolicy, MemoryKind, PerDevice, QueueSet, Stats};
 
 /// One run of a mode: every connection's sealed records, each record's latency, and the stats
@@ -27,7 +29,37 @@ pub struct Run {
 }
 
 /// One connection task's result: its sealed buffers, their tags, each record's latency.
-type TaskResult = (Vec<Vec<u8>>, Vec<[u8; 32]>, Vec<Duration>);
+type TaskResult = (Bufs, Vec<[u8; 32]>, Vec<Duration>);
+
+/// A connection's record buffers, made before the clock starts and holding the plaintexts:
+/// host memory, which `Crypto::seal_in_place` copies into staging and back, or records in
+/// staging memory (`--staged`: `Crypto::seal_staged`, no host copy).
+pub enum Bufs {
+    Plain(Vec<Vec<u8>>),
+    Staged(Vec<StagedRecord>),
+}
+
+impl Bufs {
+    pub fn of(crypto: &Crypto, c: &Conn, staged: bool) -> Result<Bufs, Error> {
+        if !staged {
+            return Ok(Bufs::Plain(c.records.clone()));
+        }
+        let records = c.records.iter().map(|r| {
+            let mut s = crypto.staged_record(r.len())?;
+            s.bytes_mut()?.copy_from_slice(r);
+            Ok(s)
+        });
+        Ok(Bufs::Staged(records.collect::<Result<_, Error>>()?))
+    }
+
+    /// The sealed records, read after the clock stops.
+    fn into_plain(self) -> Result<Vec<Vec<u8>>, Error> {
+        match self {
+            Bufs::Plain(v) => Ok(v),
+            Bufs::Staged(v) => v.into_iter().map(|mut s| Ok(s.bytes()?.to_vec())).collect(),
+        }
+    }
+}
 
 impl Run {
     /// A run of a GPU front from its tasks' results and its stats.
@@ -35,7 +67,7 @@ impl Run {
         let mut out = Vec::with_capacity(results.len());
         let mut latencies = Vec::new();
         for (bufs, tags, lat) in results {
-            out.push(bufs.into_iter().zip(tags).collect());
+            out.push(bufs.into_plain()?.into_iter().zip(tags).collect());
             latencies.extend(lat);
         }
         Ok(Run {
@@ -169,40 +201,23 @@ pub fn run_executor(
     conns: &Arc<Vec<Conn>>,
     coalesced: bool,
     flush: FlushPolicy,
+    staged: bool,
 ) -> Result<Run, Error> {
     let exec = Executor::builder(crypto.device()).flush_policy(flush).build()?;
     // Outputs start as copies of the plaintexts (made before the clock starts): sealing in place
     // needs no allocation on the timed path.
-    let bufs: Vec<Vec<Vec<u8>>> = conns.iter().map(|c| c.records.clone()).collect();
+    let bufs = conns.iter().map(|c| Bufs::of(crypto, c, staged)).collect::<Result<Vec<_>, Error>>()?;
     let (start, cpu_start) = (Instant::now(), process_cpu_time());
     let handles: Vec<_> = bufs
         .into_iter()
         .enumerate()
-        .map(|(i, mut bufs)| {
+        .map(|(i, bufs)| {
             let (crypto, conns) = (crypto.clone(), conns.clone());
             exec.spawn_with(move |ctx| async move {
-                let c = &conns[i];
-                // The waits-only mode's own key objects (the coalesced modes use the
-                // connection's `RecordKeys`, expanded before the clock like the CPU modes' keys).
-                let waits_only_keys = match coalesced {
-                    true => None,
-                    false => Some((AesKey::new(&c.aes_key)?, HmacKey::new(&c.mac_key))),
-                };
-                let mut out = Vec::with_capacity(bufs.len());
-                let mut lat = Vec::with_capacity(bufs.len());
-                for (seq, buf) in bufs.iter_mut().enumerate() {
-                    let t = Instant::now();
-                    let tag = if let Some((key, mac)) = &waits_only_keys {
-                        let (ct, tag) = seal_waits_only(&crypto, &ctx, key, mac, c.nonce(seq), buf).await?;
-                        buf.copy_from_slice(&ct);
-                        tag
-                    } else {
-                        crypto.seal_in_place(&ctx, &c.keys, seq as u64, buf).await?
-                    };
-                    lat.push(t.elapsed());
-                    out.push(tag);
+                match bufs {
+                    Bufs::Plain(bufs) if !coalesced => seal_connection_waits_only(&crypto, &ctx, &conns[i], bufs).await,
+                    bufs => seal_connection(&crypto, &ctx, &conns[i], bufs).await,
                 }
-                Ok::<_, Error>((bufs, out, lat))
             })
         })
         .collect();
@@ -219,11 +234,32 @@ pub fn run_executor(
     Run::of_tasks(results?, wall, cpu, exec.stats())
 }
 
-pub fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize) -> Result<Run, Error> {
+/// One connection's task in the `waits-only` mode: its key objects (expanded inside the timed run,
+/// as in every mode), and each record's own uploads, dispatches and read-backs.
+async fn seal_connection_waits_only(
+    crypto: &Crypto,
+    ctx: &Ctx,
+    c: &Conn,
+    mut bufs: Vec<Vec<u8>>,
+) -> Result<TaskResult, Error> {
+    let (key, mac) = (AesKey::new(&c.aes_key)?, HmacKey::new(&c.mac_key));
+    let mut out = Vec::with_capacity(bufs.len());
+    let mut lat = Vec::with_capacity(bufs.len());
+    for (seq, buf) in bufs.iter_mut().enumerate() {
+        let t = Instant::now();
+        let (ct, tag) = seal_waits_only(crypto, ctx, &key, &mac, c.nonce(seq), buf).await?;
+        buf.copy_from_slice(&ct);
+        lat.push(t.elapsed());
+        out.push(tag);
+    }
+    Ok((Bufs::Plain(bufs), out, lat))
+}
+
+pub fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize, staged: bool) -> Result<Run, Error> {
     let queue = queue_builder(crypto.device()).build()?;
     let crypto = Arc::new(crypto.clone());
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
-    let shares = shares(conns, workers);
+    let shares = shares(&crypto, conns, workers, staged)?;
     let (start, cpu_start) = (Instant::now(), process_cpu_time());
     let results = rt.block_on(async {
         // The connections' tasks are spawned by one task per worker, each over its share, as a
@@ -259,27 +295,34 @@ pub fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize) -> Res
     Run::of_tasks(results.into_iter().collect::<Result<Vec<_>, Error>>()?, wall, cpu, queue.stats())
 }
 
-/// Each connection's output buffers (copies of its plaintexts, made before the clock starts),
-/// with its index, in `workers` contiguous shares.
-fn shares(conns: &[Conn], workers: usize) -> Vec<Vec<(usize, Vec<Vec<u8>>)>> {
+/// Each connection's output buffers ([`Bufs`], made before the clock starts), with its index,
+/// in `workers` contiguous shares.
+fn shares(crypto: &Crypto, conns: &[Conn], workers: usize, staged: bool) -> Result<Vec<Vec<(usize, Bufs)>>, Error> {
     let per = conns.len().div_ceil(workers.max(1)).max(1);
-    let mut out: Vec<Vec<(usize, Vec<Vec<u8>>)>> = Vec::new();
+    let mut out: Vec<Vec<(usize, Bufs)>> = Vec::new();
     for (i, c) in conns.iter().enumerate() {
         if i % per == 0 {
             out.push(Vec::with_capacity(per));
         }
-        out.last_mut().expect("pushed").push((i, c.records.clone()));
+        out.last_mut().expect("pushed").push((i, Bufs::of(crypto, c, staged)?));
     }
-    out
+    Ok(out)
 }
 
 /// One connection's task on a tokio front: seals its records in order, timing each.
-async fn seal_connection(crypto: &Crypto, ctx: &Ctx, c: &Conn, mut bufs: Vec<Vec<u8>>) -> Result<TaskResult, Error> {
-    let mut out = Vec::with_capacity(bufs.len());
-    let mut lat = Vec::with_capacity(bufs.len());
-    for (seq, buf) in bufs.iter_mut().enumerate() {
+async fn seal_connection(crypto: &Crypto, ctx: &Ctx, c: &Conn, mut bufs: Bufs) -> Result<TaskResult, Error> {
+    // The connection's keys, expanded once inside the timed run, as the CPU modes expand theirs
+    // (a server does it at the handshake).
+    let keys = RecordKeys::new(&c.aes_key, &c.mac_key, c.prefix)?;
+    let n = c.records.len();
+    let mut out = Vec::with_capacity(n);
+    let mut lat = Vec::with_capacity(n);
+    for seq in 0..n {
         let t = Instant::now();
-        out.push(crypto.seal_in_place(ctx, &c.keys, seq as u64, buf).await?);
+        out.push(match &mut bufs {
+            Bufs::Plain(v) => crypto.seal_in_place(ctx, &keys, seq as u64, &mut v[seq]).await?,
+            Bufs::Staged(v) => crypto.seal_staged(ctx, &keys, seq as u64, &mut v[seq]).await?,
+        });
         lat.push(t.elapsed());
     }
     Ok((bufs, out, lat))
@@ -295,7 +338,7 @@ pub fn run_tokio_set(
 ) -> Result<Run, Error> {
     let before = set.stats();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
-    let bufs: Vec<Vec<Vec<u8>>> = conns.iter().map(|c| c.records.clone()).collect();
+    let bufs: Vec<Bufs> = conns.iter().map(|c| Bufs::Plain(c.records.clone())).collect();
     let (start, cpu_start) = (Instant::now(), process_cpu_time());
     let results = rt.block_on(async {
         let handles: Vec<_> = bufs
