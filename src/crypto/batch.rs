@@ -230,6 +230,10 @@ impl Ticket {
 /// The batch kind of one [`super::Crypto`]: its multi-record kernels and staging arena.
 pub(crate) struct CryptoBatch {
     pub arena: Arena,
+    /// The blocks of [`super::StagedRecord`]s, apart from the per-call slots of `arena`: a block
+    /// is reused only once no slot of it is alive, and records kept for long would otherwise
+    /// hold back the blocks that calls cycle through.
+    pub staged: Arena,
     aes: Kernel,
     hash: Kernel,
     /// Te0 as the AES kernel's uniform table.
@@ -306,6 +310,7 @@ impl CryptoBatch {
         let table = Arc::new(table);
         Ok(CryptoBatch {
             arena: Arena::new(device),
+            staged: Arena::new(device),
             aes: Kernel::new(device, aes)?,
             hash: Kernel::new(device, &kernels::SHA256_MULTI)?,
             table,
@@ -321,6 +326,7 @@ impl CryptoBatch {
     pub fn reconfigured(&self, max_groups: u32, window: u32, offload: OffloadRule) -> Self {
         CryptoBatch {
             arena: Arena::new(self.table.device()),
+            staged: Arena::new(self.table.device()),
             aes: self.aes.clone(),
             hash: self.hash.clone(),
             table: self.table.clone(),

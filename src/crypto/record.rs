@@ -494,6 +494,11 @@ impl Crypto {
 /// ([`Crypto::seal_staged`], [`Crypto::open_staged`]) moves no record bytes on the host. Made by
 /// [`Crypto::staged_record`], zeroed; reusable for any number of records of its length.
 ///
+/// Staged records share staging blocks of 32 MiB (apart from the staging of the other calls),
+/// and a block is reused once every record in it is dropped: make a staged record for a
+/// buffer that lives long (a connection's record buffer), and reuse it, rather than one per
+/// record.
+///
 /// ```no_run
 /// # use vkasync::{crypto::{Crypto, RecordKeys}, Device, Executor};
 /// let device = Device::new()?;
@@ -597,7 +602,7 @@ impl Crypto {
             });
         }
         let tag_at = 16 + (len as u64).next_multiple_of(16);
-        let slot = self.batch.arena.reserve(tag_at + 32)?;
+        let slot = self.batch.staged.reserve(tag_at + 32)?;
         // Staging memory is reused: nothing of an earlier user's records shows through.
         slot.zero(0, slot.len)?;
         Ok(StagedRecord { slot, len, tag_at, pending: None })
