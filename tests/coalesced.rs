@@ -618,6 +618,31 @@ fn staged_records_seal_and_open_in_place_like_rustcrypto() {
     assert!(exec.stats().dispatches > dispatches_before, "the GPU side dispatched");
     let limit = device.limits().max_storage_buffer_range.min(device.limits().max_buffer_size);
     assert!(matches!(gpu.staged_record(limit as usize).unwrap_err(), Error::TooLarge { .. }));
+    // A record made for another device is refused, not bound there.
+    {
+        let other = common::device();
+        let other_crypto = Crypto::new(&other).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
+        let other_exec = Executor::new(&other).unwrap();
+        let other_ctx = other_exec.context();
+        let mut rec = gpu.staged_record(4096).unwrap();
+        let (c, k) = (other_crypto.clone(), keys.clone());
+        let (g, oc) = (gpu.clone(), other_ctx.clone());
+        let errors = other_exec.block_on(async move {
+            let mut buf = vec![1u8; 4096];
+            [
+                c.seal_staged(&oc, &k, 0, &mut rec).await.unwrap_err(),
+                g.seal_staged(&oc, &k, 0, &mut rec).await.unwrap_err(),
+                // Any crypto call through a context of another device.
+                g.seal_in_place(&oc, &k, 0, &mut buf).await.unwrap_err(),
+            ]
+        });
+        for e in errors {
+            assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+        }
+        drop(other_ctx);
+        drop((other_exec, other_crypto));
+        finish(other);
+    }
 
     // From tokio workers: 64 connections, each its own record, coalesced into few dispatches.
     let queue = Queue::new(&device).unwrap();

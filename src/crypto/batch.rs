@@ -522,6 +522,10 @@ impl BatchKind for CryptoBatch {
         Ok(())
     }
 
+    fn device(&self) -> Option<&Device> {
+        Some(self.table.device())
+    }
+
     fn fail(&self, items: Vec<Item>, error: &Error) {
         for it in items {
             let _ = it.state.error.set(error.clone());

@@ -608,10 +608,21 @@ impl Crypto {
         Ok(StagedRecord { slot, len, tag_at, pending: None })
     }
 
+    /// A staged record and a context of this device ([`Error::InvalidArgument`] if of another:
+    /// its memory cannot be bound there), and no GPU work uses the record any more
+    /// ([`Error::NotReady`]).
+    fn check_staged(&self, ctx: &crate::Ctx, record: &mut StagedRecord) -> Result<()> {
+        if !record.slot.chunk.work.device.same_device(self.device()) || !ctx.device().same_device(self.device()) {
+            return Err(Error::InvalidArgument("a staged record or context of another device".into()));
+        }
+        record.check_idle()
+    }
+
     /// Seals record `seq` of a connection in place in `record` (see [`RecordKeys`] for the
     /// format) and returns its tag: the same ciphertext and tag as [`Crypto::seal_in_place`],
     /// with no host copy of the record. [`Error::NotReady`] if an earlier seal or open of
-    /// `record` may still run on the GPU.
+    /// `record` may still run on the GPU; [`Error::InvalidArgument`] if `record` or `ctx` is of
+    /// another device.
     pub async fn seal_staged(
         &self,
         ctx: &crate::Ctx,
@@ -619,7 +630,7 @@ impl Crypto {
         seq: u64,
         record: &mut StagedRecord,
     ) -> Result<[u8; 32]> {
-        record.check_idle()?;
+        self.check_staged(ctx, record)?;
         if self.record_inline(record.len) {
             return Ok(Self::seal_inline(keys, seq, record.bytes_mut()?));
         }
@@ -644,7 +655,7 @@ impl Crypto {
         record: &mut StagedRecord,
         tag: &[u8; 32],
     ) -> Result<()> {
-        record.check_idle()?;
+        self.check_staged(ctx, record)?;
         if self.record_inline(record.len) {
             let bytes = record.bytes_mut()?;
             let opened = Self::open_inline(keys, seq, bytes, tag);

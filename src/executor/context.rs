@@ -131,10 +131,7 @@ impl Ctx {
     /// [`crate::record::batch`]): every task's items of one kind go out as one encoding in the next
     /// flush. Await [`Ctx::synchronize`] for its completion.
     pub fn batch<K: crate::record::batch::BatchKind>(&self, kind: &Arc<K>, item: K::Item) -> Result<()> {
-        self.record(|r| {
-            r.push_batch(kind, item);
-            Ok(())
-        })
+        self.record(|r| r.push_batch(kind, item))
     }
 
     /// Records a GPU timestamp (see [`Recorder::write_timestamp`]).
@@ -292,15 +289,8 @@ impl Ctx {
                 Some(w) => Pin::new(w).poll(cx),
                 None => {
                     let item = item.take().expect("the first poll records");
-                    let ((), w, poll) = self.shared.record_and_wait(
-                        &self.state,
-                        ctx,
-                        |b| {
-                            b.pending.push_batch(kind, item);
-                            Ok(())
-                        },
-                        cx,
-                    )?;
+                    let ((), w, poll) =
+                        self.shared.record_and_wait(&self.state, ctx, |b| b.pending.push_batch(kind, item), cx)?;
                     wait = Some(w);
                     poll
                 }

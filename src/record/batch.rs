@@ -86,6 +86,13 @@ pub trait BatchKind: Send + Sync + 'static {
     /// gets the items that are left in `items`.
     fn encode(&self, items: &mut Vec<Self::Item>, enc: &mut Encoder<'_>) -> Result<()>;
 
+    /// The device whose kernels and buffers the kind's work uses, if it has one: a recording of
+    /// another device refuses its items with [`Error::InvalidArgument`] instead of binding them
+    /// there. Default `None` (not checked).
+    fn device(&self) -> Option<&crate::Device> {
+        None
+    }
+
     /// `encode` failed with `error`: tell each item (they will not run).
     fn fail(&self, items: Vec<Self::Item>, error: &Error);
 }

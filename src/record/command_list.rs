@@ -53,8 +53,7 @@ impl CommandList {
     /// Adds `item` to the coalesced work of `kind` (see [`crate::record::batch`]); it is encoded with
     /// the other items of its kind when the list is submitted.
     pub fn batch<K: BatchKind>(&mut self, kind: &Arc<K>, item: K::Item) -> Result<()> {
-        self.rec.push_batch(kind, item);
-        Ok(())
+        self.rec.push_batch(kind, item)
     }
 
     /// Whether nothing was recorded.

@@ -230,9 +230,13 @@ impl Recording {
     }
 
     /// Adds an item of a batch kind (see [`crate::record::batch`]).
-    pub(crate) fn push_batch<K: BatchKind>(&mut self, kind: &Arc<K>, item: K::Item) {
+    pub(crate) fn push_batch<K: BatchKind>(&mut self, kind: &Arc<K>, item: K::Item) -> Result<()> {
+        if kind.device().is_some_and(|d| !d.same_device(&self.device)) {
+            return Err(Error::InvalidArgument("a batch item of a kind made for another device".into()));
+        }
         self.batches.push(kind, item);
         self.batch_items += 1;
+        Ok(())
     }
 
     fn push(&mut self, op: Op) {
