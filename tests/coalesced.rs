@@ -709,3 +709,19 @@ fn staged_records_seal_and_open_in_place_like_rustcrypto() {
     drop((rt, queue, qctx, exec, ctx, sides, gpu, rec));
     finish(device);
 }
+
+/// A record staged into a command list that is dropped unsubmitted reports that its work was
+/// discarded (`SubmitFailed`), rather than `NotReady` for ever.
+#[test]
+fn records_whose_recording_is_dropped_unsubmitted_report_it() {
+    let device = device();
+    let crypto = Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
+    let keys = RecordKeys::new(&[2; 32], b"k", [0; 4]).unwrap();
+    let mut cmds = CommandList::new(&device);
+    let pending = crypto.prepare_seal(&mut cmds, &keys, 0, &[1; 100]).unwrap();
+    drop(cmds);
+    let e = pending.finish().unwrap_err();
+    assert!(matches!(e, Error::SubmitFailed(_)), "{e:?}");
+    drop(crypto);
+    finish(device);
+}

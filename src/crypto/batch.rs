@@ -115,6 +115,19 @@ impl Item {
     }
 }
 
+impl Drop for Item {
+    /// An item dropped before a flush took it (its recording was discarded unsubmitted: a
+    /// command list dropped, a queue closed or a device lost before the flush) never reaches
+    /// the GPU: its caller is told so, instead of waiting for ever.
+    fn drop(&mut self) {
+        if self.state.value.get().is_none() && !self.state.host_done.load(Ordering::Acquire) {
+            let _ = self.state.error.set(Error::SubmitFailed(
+                "the work was discarded before it was submitted (its recording was dropped)".into(),
+            ));
+        }
+    }
+}
+
 /// SHA-256 or HMAC-SHA256 of a range of `bytes`, its digest written as the kernel writes it
 /// (eight big-endian words, each stored as a native `u32`).
 fn hash_on_host(bytes: &mut [u8], p: &HashPart) {
