@@ -157,22 +157,28 @@ impl Ticket {
         if let Some(e) = self.state.error.get() {
             return Err(e.clone());
         }
+        match self.progress()? {
+            Some(true) => Ok(()),
+            _ => Err(Error::NotReady),
+        }
+    }
+
+    /// Where the item's work stands, its error aside: `None` while no submitted flush carries it
+    /// (not yet encoded, or never submitted); `Some(done)` once it was computed on the host or
+    /// its flush was submitted. An error reading the device's counter is returned.
+    fn progress(&self) -> Result<Option<bool>> {
         if self.state.host_done.load(Ordering::Acquire) {
-            return Ok(());
+            return Ok(Some(true));
         }
         let value = self.state.value.get().map_or(0, |v| v.load(Ordering::Acquire));
         if value == 0 {
-            return Err(Error::NotReady);
+            return Ok(None);
         }
         if value == crate::record::recording::NOTHING_TO_SUBMIT {
-            return Ok(());
+            return Ok(Some(true));
         }
         let device = &self.slot.chunk.work.device;
-        if value <= device.cached_completed() || value <= device.completed_value()? {
-            Ok(())
-        } else {
-            Err(Error::NotReady)
-        }
+        Ok(Some(value <= device.cached_completed() || value <= device.completed_value()?))
     }
 
     /// Whether GPU work may still read or write the item's slot: its flush is not yet encoded,
@@ -180,20 +186,14 @@ impl Ticket {
     /// once its flush completed, and once its batch failed before it was submitted (a failed
     /// batch whose flush was submitted anyway is in use until that flush completes).
     pub fn in_use(&self) -> bool {
-        if self.state.host_done.load(Ordering::Acquire) {
-            return false;
-        }
-        let value = self.state.value.get().map_or(0, |v| v.load(Ordering::Acquire));
-        if value == 0 {
+        match self.progress() {
+            Ok(Some(done)) => !done,
             // Not yet encoded, or encoding failed before this item was given its flush, or the
             // flush was dropped unsubmitted: only the error tells the last two apart.
-            return self.state.error.get().is_none();
+            Ok(None) => self.state.error.get().is_none(),
+            // The counter cannot be read (the device is lost): the GPU may still hold it.
+            Err(_) => true,
         }
-        if value == crate::record::recording::NOTHING_TO_SUBMIT {
-            return false;
-        }
-        let device = &self.slot.chunk.work.device;
-        !(value <= device.cached_completed() || device.completed_value().is_ok_and(|c| value <= c))
     }
 
     /// Whether the caller need not wait for the GPU: the item was computed on the host, or its

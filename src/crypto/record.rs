@@ -134,6 +134,25 @@ fn record_tag(mac: &HmacKey, nonce: &[u8; 16], data: &[u8]) -> [u8; 32] {
     host::sha256_finish(mac.outer, 64, &inner)
 }
 
+/// The item that seals (or, `mac_first`, opens) the record of `len` bytes at byte 16 of `slot`:
+/// writes its nonce at 0 and zeros between the record and its tag (at `16 + len` rounded up to
+/// 16), then the record's HMAC (after AES when sealing, before it when opening) and its AES-CTR.
+fn record_item(slot: Slot, keys: &RecordKeys, seq: u64, len: u64, mac_first: bool) -> Result<Item> {
+    let tag_at = 16 + len.next_multiple_of(16);
+    let nonce = keys.nonce(seq);
+    slot.write(0, &nonce)?;
+    slot.zero(16 + len, tag_at - 16 - len)?;
+    let mut item = Item::new(slot);
+    let mac = HashPart { at: 0, len: 16 + len, digest_at: tag_at, key: Some(keys.mac.clone()) };
+    if mac_first {
+        item.mac_first.push(mac);
+    } else {
+        item.hashes.push(mac);
+    }
+    item.aes.push(AesPart { at: 16, len, key: keys.aes.clone(), counter: nonce });
+    Ok(item)
+}
+
 /// A sealed record: the ciphertext (as long as the plaintext) and its tag.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SealedRecord {
@@ -326,18 +345,8 @@ impl Crypto {
         let len = data.len() as u64;
         let tag_at = 16 + len.next_multiple_of(16);
         let slot = self.batch.arena.reserve(tag_at + 32)?;
-        let nonce = keys.nonce(seq);
-        slot.write(0, &nonce)?;
         slot.write(16, data)?;
-        slot.zero(16 + len, tag_at - 16 - len)?;
-        let mut item = Item::new(slot);
-        let mac = HashPart { at: 0, len: 16 + len, digest_at: tag_at, key: Some(keys.mac.clone()) };
-        if mac_first {
-            item.mac_first.push(mac);
-        } else {
-            item.hashes.push(mac);
-        }
-        item.aes.push(AesPart { at: 16, len, key: keys.aes.clone(), counter: nonce });
+        let item = record_item(slot, keys, seq, len, mac_first)?;
         let ticket = item.ticket();
         Ok((item, Staged { ticket, len: data.len(), tag_at }))
     }
@@ -570,23 +579,6 @@ impl StagedRecord {
         let all = unsafe { self.slot.host_bytes()? };
         Ok(&mut all[16..16 + self.len])
     }
-
-    /// Writes the nonce and zeroes the padding before the tag; an item of the slot with the
-    /// record's HMAC (before or after AES, `mac_first`) and its AES-CTR.
-    fn item(&self, keys: &RecordKeys, nonce: [u8; 16], mac_first: bool) -> Result<Item> {
-        let len = self.len as u64;
-        self.slot.write(0, &nonce)?;
-        self.slot.zero(16 + len, self.tag_at - 16 - len)?;
-        let mut item = Item::new(self.slot.clone());
-        let mac = HashPart { at: 0, len: 16 + len, digest_at: self.tag_at, key: Some(keys.mac.clone()) };
-        if mac_first {
-            item.mac_first.push(mac);
-        } else {
-            item.hashes.push(mac);
-        }
-        item.aes.push(AesPart { at: 16, len, key: keys.aes.clone(), counter: nonce });
-        Ok(item)
-    }
 }
 
 impl Crypto {
@@ -634,7 +626,21 @@ impl Crypto {
         if self.record_inline(record.len) {
             return Ok(Self::seal_inline(keys, seq, record.bytes_mut()?));
         }
-        let item = record.item(keys, keys.nonce(seq), false)?;
+        self.run_staged(ctx, keys, seq, record, false).await
+    }
+
+    /// Seals (or, `mac_first`, opens) `record` through the flush and returns the tag it
+    /// computed. Until the flush's work is known done, `record` keeps its ticket, so that a
+    /// dropped future leaves the buffer refused rather than shared with the GPU.
+    async fn run_staged(
+        &self,
+        ctx: &crate::Ctx,
+        keys: &RecordKeys,
+        seq: u64,
+        record: &mut StagedRecord,
+        mac_first: bool,
+    ) -> Result<[u8; 32]> {
+        let item = record_item(record.slot.clone(), keys, seq, record.len as u64, mac_first)?;
         let ticket = item.ticket();
         record.pending = Some(ticket.clone());
         ctx.batch_and_settle(&self.batch, item, || ticket.settled()).await?;
@@ -664,12 +670,7 @@ impl Crypto {
             }
             return opened;
         }
-        let item = record.item(keys, keys.nonce(seq), true)?;
-        let ticket = item.ticket();
-        record.pending = Some(ticket.clone());
-        ctx.batch_and_settle(&self.batch, item, || ticket.settled()).await?;
-        let computed = ticket.digest(record.tag_at)?;
-        record.pending = None;
+        let computed = self.run_staged(ctx, keys, seq, record, true).await?;
         if !tags_equal(&computed, tag) {
             record.bytes_mut()?.fill(0);
             return Err(Error::AuthenticationFailed);
