@@ -34,7 +34,9 @@
 //! - `coalesced-tokio-set` (only with `--modes`): `coalesced-tokio` over a [`QueueSet`] of
 //!   `--gpus N` devices (default 2: every GPU listed, or logical devices of the one GPU where
 //!   fewer are listed), each connection on the least-loaded device; `--lanes L` (default 1)
-//!   opens L logical devices, each with its own queue, on each of those GPUs.
+//!   opens L logical devices, each with its own queue, on each of those GPUs;
+//!   `staged-tokio-set` (only with `--modes`): `staged-tokio` over that set, connection `i`'s
+//!   records staged on device `i mod N`.
 //!
 //! Without `--connections`, `--records` or `--record-size` it runs two cases: 2,000 connections
 //! x 4 records of 16 KiB (100 connections on a CPU device such as lavapipe), the record size at
@@ -89,7 +91,7 @@ const MODES: [&str; 9] = [
     "cpu-all",
 ];
 /// Modes run only when named in `--modes`.
-const EXTRA_MODES: [&str; 3] = ["coalesced-tokio-set", "host", "staged"];
+const EXTRA_MODES: [&str; 4] = ["coalesced-tokio-set", "staged-tokio-set", "host", "staged"];
 
 /// The device's kind, in words.
 fn describe(kind: vkasync::DeviceType) -> &'static str {
@@ -214,7 +216,7 @@ fn main() -> Result<(), Error> {
         run_executor(&crypto, &warm, true, o.flush, false)?;
         run_executor(&crypto, &warm, false, o.flush, false)?;
         run_blocking(&device, &crypto, &warm)?;
-        if set.is_none() && o.modes.iter().any(|m| m == "coalesced-tokio-set") {
+        if set.is_none() && o.modes.iter().any(|m| m.ends_with("-tokio-set")) {
             set = Some(open_set(&args, &device, &warm, o.workers)?);
         }
         let mut runs = measure(&o, &device, &crypto, &auto, set.as_ref(), &conns, &want)?;
@@ -249,7 +251,7 @@ fn introduce(o: &Options, device: &Device, auto: &Crypto) {
     }
 }
 
-/// The `coalesced-tokio-set` mode's queue set (`--gpus`, `--lanes`) and each device's `Crypto`,
+/// The `*-tokio-set` modes' queue set (`--gpus`, `--lanes`) and each device's `Crypto`,
 /// warmed up on `warm`.
 fn open_set(
     args: &[String],
@@ -260,11 +262,11 @@ fn open_set(
     let gpus = num(args, "--gpus", 2usize).max(1);
     let lanes = num(args, "--lanes", 1usize).max(1);
     let devices = set_devices(device, gpus, lanes)?;
-    println!("coalesced-tokio-set over: {:?}", devices.iter().map(|d| d.info().name.clone()).collect::<Vec<_>>());
+    println!("tokio-set modes over: {:?}", devices.iter().map(|d| d.info().name.clone()).collect::<Vec<_>>());
     let set = queue_set(&devices, None)?;
     let cryptos = set.per_device(|d| Ok(Crypto::new(d)?.with_offload(Offload::Gpu)))?;
     // Warm-up of each device's pipelines.
-    run_tokio_set(&set, &cryptos, warm, workers)?;
+    run_tokio_set(&set, &cryptos, warm, workers, false)?;
     Ok((set, cryptos))
 }
 
@@ -296,7 +298,11 @@ fn measure(
                 "auto-tokio" => run_tokio(auto, conns, workers, false)?,
                 "coalesced-tokio-set" => {
                     let (set, cryptos) = set.expect("made for the mode");
-                    run_tokio_set(set, cryptos, conns, workers)?
+                    run_tokio_set(set, cryptos, conns, workers, false)?
+                }
+                "staged-tokio-set" => {
+                    let (set, cryptos) = set.expect("made for the mode");
+                    run_tokio_set(set, cryptos, conns, workers, true)?
                 }
                 "cpu-1" => run_cpu(conns, 1),
                 _ => run_cpu(conns, o.cores),
@@ -381,11 +387,20 @@ fn report(o: &Options, name: &str, on_cpu: bool, runs: &mut [Vec<Run>]) -> Strin
     }
     // Against the CPU, the best of the coalesced GPU fronts (each is a way to use the runtime;
     // `auto` and `auto-tokio` count only where they ran on the GPU, and never on a CPU device).
-    let best = ["coalesced", "coalesced-tokio", "coalesced-tokio-set", "staged", "staged-tokio", "auto", "auto-tokio"]
-        .into_iter()
-        .filter(|m| !m.starts_with("auto") || (!on_cpu && on_gpu.contains(m)))
-        .filter_map(|m| speed.get(m).map(|&secs| (m, secs)))
-        .min_by(|a, b| a.1.total_cmp(&b.1));
+    let best = [
+        "coalesced",
+        "coalesced-tokio",
+        "coalesced-tokio-set",
+        "staged",
+        "staged-tokio",
+        "staged-tokio-set",
+        "auto",
+        "auto-tokio",
+    ]
+    .into_iter()
+    .filter(|m| !m.starts_with("auto") || (!on_cpu && on_gpu.contains(m)))
+    .filter_map(|m| speed.get(m).map(|&secs| (m, secs)))
+    .min_by(|a, b| a.1.total_cmp(&b.1));
     if let (Some(cpu), Some((front, secs))) = (speed.get("cpu-all"), best) {
         let ratio = cpu / secs;
         if on_cpu {

@@ -328,32 +328,60 @@ async fn seal_connection(crypto: &Crypto, ctx: &Ctx, c: &Conn, mut bufs: Bufs) -
     Ok((bufs, out, lat))
 }
 
-/// `run_tokio` over a [`QueueSet`]: each connection's context on the least-loaded device, with
-/// that device's `Crypto`.
+/// `run_tokio` over a [`QueueSet`], the connections spawned the same way. Each connection's
+/// context is on the least-loaded device, with that device's `Crypto`; with `staged`, its
+/// records are staged records of device `i mod N` (a staged record belongs to one device), made
+/// with its context before the clock starts.
 pub fn run_tokio_set(
     set: &QueueSet,
     cryptos: &PerDevice<Crypto>,
     conns: &Arc<Vec<Conn>>,
     workers: usize,
+    staged: bool,
 ) -> Result<Run, Error> {
     let before = set.stats();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
-    let bufs: Vec<Bufs> = conns.iter().map(|c| Bufs::Plain(c.records.clone())).collect();
+    let n = set.queues().len();
+    let per = conns.len().div_ceil(workers.max(1)).max(1);
+    let mut shares: Vec<Vec<(usize, Option<Ctx>, Bufs)>> = Vec::new();
+    for (i, c) in conns.iter().enumerate() {
+        if i % per == 0 {
+            shares.push(Vec::with_capacity(per));
+        }
+        let item = if staged {
+            let ctx = set.context_on(i % n).expect("an index below the set's size");
+            let bufs = Bufs::of(cryptos.get(ctx.device())?, c, true)?;
+            (i, Some(ctx), bufs)
+        } else {
+            (i, None, Bufs::Plain(c.records.clone()))
+        };
+        shares.last_mut().expect("pushed").push(item);
+    }
     let (start, cpu_start) = (Instant::now(), process_cpu_time());
     let results = rt.block_on(async {
-        let handles: Vec<_> = bufs
+        // As in `run_tokio`: one spawning task per worker over its share.
+        let spawners: Vec<_> = shares
             .into_iter()
-            .enumerate()
-            .map(|(i, bufs)| {
-                let ctx = set.context();
-                let crypto = cryptos.get(ctx.device()).expect("a device of the set").clone();
-                let conns = conns.clone();
-                tokio::spawn(async move { seal_connection(&crypto, &ctx, &conns[i], bufs).await })
+            .map(|share| {
+                let (set, cryptos, conns) = (set.clone(), cryptos.clone(), conns.clone());
+                tokio::spawn(async move {
+                    share
+                        .into_iter()
+                        .map(|(i, ctx, bufs)| {
+                            let ctx = ctx.unwrap_or_else(|| set.context());
+                            let crypto = cryptos.get(ctx.device()).expect("a device of the set").clone();
+                            let conns = conns.clone();
+                            tokio::spawn(async move { seal_connection(&crypto, &ctx, &conns[i], bufs).await })
+                        })
+                        .collect::<Vec<_>>()
+                })
             })
             .collect();
-        let mut v = Vec::with_capacity(handles.len());
-        for h in handles {
-            v.push(h.await.expect("a connection's task panicked"));
+        let mut v = Vec::with_capacity(conns.len());
+        for s in spawners {
+            for h in s.await.expect("a spawning task panicked") {
+                v.push(h.await.expect("a connection's task panicked"));
+            }
         }
         v
     });
