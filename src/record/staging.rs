@@ -170,10 +170,6 @@ impl Arena {
         // Every slot is written before the GPU uses it: no clear needed.
         let (work, home) = if self.device.unified_memory() {
             (RawBuffer::new(&self.device, size, MemoryKind::Upload, false)?, None)
-        } else if std::env::var_os("VKASYNC_EXPERIMENT_STAGING_IN_HOST").is_some() {
-            // Experiment: the GPU works in the host-cached block itself, over PCIe, with no
-            // copies to device memory and back.
-            (RawBuffer::new(&self.device, size, MemoryKind::Readback, false)?, None)
         } else {
             let work = RawBuffer::new(&self.device, size, MemoryKind::Device, false)?;
             (work, Some(RawBuffer::new(&self.device, size, MemoryKind::Readback, false)?))
