@@ -290,7 +290,7 @@ fi
 if [ $# -eq 0 ]; then
     run example-tokio_jobs "$(example_exe tokio_jobs)" 200
     run example-tls_pipeline "$(example_exe tls_pipeline)" --connections 64 --records 2 --reps 1 \
-        --modes blocking,waits-only,coalesced,coalesced-tokio,auto,auto-tokio,cpu-1,cpu-all,coalesced-tokio-set
+        --modes blocking,waits-only,coalesced,coalesced-tokio,staged,staged-tokio,auto,auto-tokio,cpu-1,cpu-all,coalesced-tokio-set,staged-tokio-set
 fi
 
 # --- Summary -------------------------------------------------------------------------------
