@@ -564,7 +564,7 @@ impl CryptoBatch {
         let n = to_u32(rows.len() as u64, "messages in one flush")?;
         let args = [Arg::storage(mac_keys), Arg::storage(&index), data.clone(), data.clone()];
         for begin in host::block_windows(max_len as usize, self.window) {
-            for (base, groups) in host::dispatches(n, host::LOCAL_SIZE, self.max_groups) {
+            for (base, groups) in host::dispatches(n, kernels::sha256_multi::LOCAL_SIZE[0], self.max_groups) {
                 let push = [n, base, begin, self.window];
                 enc.dispatch(&self.hash, [groups, 1, 1], &args, bytemuck::cast_slice(&push))?;
             }
