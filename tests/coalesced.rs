@@ -725,3 +725,82 @@ fn records_whose_recording_is_dropped_unsubmitted_report_it() {
     drop(crypto);
     finish(device);
 }
+
+/// `Offload::Auto`'s GPU rule (forced here on lavapipe) seals a lone 16 KiB record at once in
+/// the calling task, up to one host-sized flush of work; the next record joins a flush, which
+/// the rule runs on the host, and that re-opens the credit. Many records ready at once: those
+/// past the credit coalesce into a flush that goes to the GPU, which closes the credit, so the
+/// next lone record joins a flush too. Every record matches RustCrypto.
+#[test]
+fn auto_seals_large_records_at_once_while_the_host_takes_the_load() {
+    use vkasync::crypto::{GPU_CROSSOVER_BASE_BYTES, GPU_CROSSOVER_BYTES_PER_BLOCK};
+    let _w = Watchdog::new(std::time::Duration::from_secs(300));
+    let device = device();
+    let crypto = Crypto::new(&device).unwrap().with_gpu_auto_rule();
+    // Flushes only when no task is ready, so that the ready records past the credit share one.
+    let exec = Executor::builder(&device).flush_policy(vkasync::FlushPolicy::WhenIdle).build().unwrap();
+    let (aes_key, mac_key, prefix) = (bytes(32, 3), bytes(32, 4), [1, 2, 3, 4]);
+    let keys = RecordKeys::new(&aes_key, &mac_key, prefix).unwrap();
+    let len = 16384u64;
+    // The work of one sealed record (AES and HMAC bytes) and the crossover for a flush of them:
+    // its HMAC covers the 16-byte nonce and the data, with padding and the outer hash.
+    let work = 2 * (16 + len);
+    let limit = GPU_CROSSOVER_BASE_BYTES + GPU_CROSSOVER_BYTES_PER_BLOCK * ((16 + len + 9).div_ceil(64) + 1);
+    let at_once = (limit / work) as usize;
+    assert!(at_once >= 2, "the crossover holds a few 16 KiB records");
+    let ctx = exec.context();
+    let (c, k) = (crypto.clone(), keys.clone());
+    let (a, m) = (aes_key.clone(), mac_key.clone());
+    let seal_one = move |seq: u64| {
+        let (c, k, ctx, a, m) = (c.clone(), k.clone(), ctx.clone(), a.clone(), m.clone());
+        async move {
+            let mut buf = bytes(len as usize, seq);
+            let (want_ct, want_tag) = cpu_seal(&a, &m, prefix, seq, &buf);
+            let tag = c.seal_in_place(&ctx, &k, seq, &mut buf).await.unwrap();
+            assert!(buf == want_ct && tag == want_tag, "record {seq}: differs from RustCrypto");
+        }
+    };
+    let flushes = |exec: &Executor| exec.stats().flushes;
+    // A lone connection: `at_once` records at once (no flush), the next through a flush that
+    // stays on the host (nothing submitted), then at once again.
+    let mut seq = 0;
+    for _ in 0..at_once {
+        exec.block_on(seal_one(seq));
+        seq += 1;
+    }
+    assert_eq!(flushes(&exec), 0, "the first {at_once} records were sealed at once");
+    exec.block_on(seal_one(seq));
+    seq += 1;
+    let s = exec.stats();
+    assert_eq!((s.flushes, s.submits), (1, 0), "the next one joined a flush, run on the host: {s}");
+    exec.block_on(seal_one(seq));
+    seq += 1;
+    assert_eq!(flushes(&exec), 1, "the host flush re-opened the credit");
+    // Many records ready at once: the first ones within the credit go at once, the others in
+    // one flush, which goes to the GPU.
+    let many = 4 * at_once;
+    let handles: Vec<_> = (0..many as u64).map(|i| exec.spawn(seal_one(seq + i))).collect();
+    seq += many as u64;
+    exec.block_on(async move {
+        for h in handles {
+            h.await.expect("a sealing task panicked");
+        }
+    });
+    let s = exec.stats();
+    assert_eq!((s.flushes, s.submits), (2, 1), "the {many} ready records past the credit went to the GPU: {s}");
+    assert_eq!(s.await_points as usize, 1 + many - (at_once - 1), "all but the credit's records waited: {s}");
+    // The GPU flush closed the credit: a lone record joins a flush (then run on the host).
+    let before = exec.stats();
+    exec.block_on(seal_one(seq));
+    seq += 1;
+    let s = exec.stats();
+    assert_eq!(
+        (s.flushes - before.flushes, s.submits - before.submits),
+        (1, 0),
+        "after a GPU flush, a lone record joins a flush, run on the host: {s}"
+    );
+    exec.block_on(seal_one(seq));
+    assert_eq!(flushes(&exec), s.flushes, "and that host flush re-opened the credit");
+    drop((seal_one, exec, crypto));
+    finish(device);
+}

@@ -25,6 +25,7 @@
 //! with the RustCrypto crates, and marks the items done. The caller's wait returns as soon as
 //! it sees that, without waiting for the flush's (then empty) submission.
 
+use super::credit::HostCredit;
 use super::host;
 use super::{AesKey, HmacKey};
 use crate::error::{Error, Result};
@@ -255,6 +256,8 @@ pub(crate) struct CryptoBatch {
     pub window: u32,
     /// Which flushes run on the host.
     pub offload: OffloadRule,
+    /// How much `Auto` seals at once before records join a flush again (see [`super::credit`]).
+    pub credit: HostCredit,
 }
 
 /// When a flush runs on the host (see [`super::Offload`]).
@@ -276,19 +279,45 @@ pub(crate) enum OffloadRule {
 /// [`OffloadRule::inline`]): about 80 µs of one host core.
 const INLINE_MAX_BYTES: u64 = 64 * 1024;
 
+/// Whether a record goes to the host at once, in the calling task (see [`OffloadRule::inline`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Inline {
+    /// Always: every flush it could join would run on the host.
+    Always,
+    /// While the [`HostCredit`] has room for its work within this many bytes (`Auto`'s
+    /// crossover for a flush of such records; see [`super::credit`]).
+    Credit(u64),
+    /// Never: it joins a flush.
+    Never,
+}
+
 impl OffloadRule {
-    /// Whether a record of `len` bytes goes to the host whatever flush it would join: always
-    /// on the host ([`super::Offload::Host`], or `Auto` on a CPU device), or `Auto`'s model
-    /// with a record too small for the GPU to pay back. The record layer then seals or opens it
-    /// at once in the calling task, on the caller's buffer, with no staging, no flush and no
-    /// wait (up to [`INLINE_MAX_BYTES`]; a longer one joins a flush and runs there).
-    pub fn inline(self, len: u64) -> bool {
+    /// Where a record of `len` bytes goes: at once on the host whatever flush it would join
+    /// (always on the host, [`super::Offload::Host`] or `Auto` on a CPU device; or `Auto`'s
+    /// model with a record too small for the GPU to pay back), at once while the load is one
+    /// the host takes (`Auto`'s model with a larger record that a flush of a few would keep on
+    /// the host), or through a flush. At once means in the calling task, on the caller's buffer,
+    /// with no staging, no flush and no wait, and only up to [`INLINE_MAX_BYTES`]: a longer
+    /// record joins a flush and runs there.
+    pub fn inline(self, len: u64) -> Inline {
         let work = 2 * (16 + len);
-        len <= INLINE_MAX_BYTES
-            && match self {
-                OffloadRule::Below(n) => n == u64::MAX,
-                OffloadRule::Model { small_item, .. } => work < small_item,
+        if len > INLINE_MAX_BYTES {
+            return Inline::Never;
+        }
+        match self {
+            OffloadRule::Below(n) if n == u64::MAX => Inline::Always,
+            OffloadRule::Below(_) => Inline::Never,
+            OffloadRule::Model { small_item, .. } if work < small_item => Inline::Always,
+            OffloadRule::Model { base, per_block, .. } => {
+                // The record's HMAC covers its nonce and data (one message, as `encode` counts it).
+                let limit = base.saturating_add(per_block.saturating_mul(message_blocks(16 + len)));
+                if work <= limit {
+                    Inline::Credit(limit)
+                } else {
+                    Inline::Never
+                }
             }
+        }
     }
 
     fn on_host(self, bytes: u64, longest_blocks: u64, items: usize) -> bool {
@@ -301,6 +330,11 @@ impl OffloadRule {
             }
         }
     }
+}
+
+/// The blocks an HMAC of a `len`-byte message compresses (with its padding and the outer hash).
+fn message_blocks(len: u64) -> u64 {
+    (len + 9).div_ceil(64) + 1
 }
 
 impl std::fmt::Debug for CryptoBatch {
@@ -330,6 +364,7 @@ impl CryptoBatch {
             max_groups,
             window,
             offload,
+            credit: HostCredit::default(),
         })
     }
 }
@@ -346,6 +381,7 @@ impl CryptoBatch {
             max_groups,
             window,
             offload,
+            credit: HostCredit::default(),
         }
     }
 }
@@ -443,8 +479,9 @@ impl BatchKind for CryptoBatch {
     fn encode(&self, items: &mut Vec<Item>, enc: &mut Encoder<'_>) -> Result<()> {
         let bytes: u64 = items.iter().map(Item::work_bytes).sum();
         let longest = items.iter().flat_map(|it| it.mac_first.iter().chain(&it.hashes)).map(|p| p.len).max();
-        let longest_blocks = longest.map_or(0, |len| (len + 9).div_ceil(64) + 1);
+        let longest_blocks = longest.map_or(0, message_blocks);
         let on_host = self.offload.on_host(bytes, longest_blocks, items.len());
+        self.credit.flushed(on_host, items.len());
         if on_host {
             for it in items.iter() {
                 it.run_on_host()?;
@@ -596,10 +633,23 @@ mod tests {
     }
 
     #[test]
-    fn records_go_inline_only_where_every_flush_would_compute_them_on_the_host() {
+    fn records_go_inline_where_every_flush_would_compute_them_on_the_host_or_while_the_credit_lasts() {
         let model = crate::crypto::Offload::Auto.model();
-        assert!(model.inline(1024) && model.inline(3000) && !model.inline(16384));
-        assert!(OffloadRule::Below(u64::MAX).inline(16384) && !OffloadRule::Below(u64::MAX).inline(1 << 20));
-        assert!(!OffloadRule::Below(0).inline(16) && !OffloadRule::Below(10_000).inline(16));
+        assert_eq!(model.inline(1024), Inline::Always);
+        assert_eq!(model.inline(3000), Inline::Always);
+        // A 16 KiB record: on the host while a flush of such records would stay there.
+        let Inline::Credit(limit) = model.inline(16384) else { panic!("16 KiB: by credit") };
+        assert!(rule_host(&model, limit / (2 * (16384 + 16)), 16384), "a flush of that many stays on the host");
+        assert!(!rule_host(&model, limit / (2 * (16384 + 16)) + 1, 16384), "one more goes to the GPU");
+        assert_eq!(model.inline(1 << 20), Inline::Never, "over 64 KiB: through a flush");
+        assert_eq!(OffloadRule::Below(u64::MAX).inline(16384), Inline::Always);
+        assert_eq!(OffloadRule::Below(u64::MAX).inline(1 << 20), Inline::Never);
+        assert_eq!(OffloadRule::Below(0).inline(16), Inline::Never);
+        assert_eq!(OffloadRule::Below(10_000).inline(16), Inline::Never);
+    }
+
+    /// Whether `rule` keeps a flush of `n` sealed records of `len` bytes on the host.
+    fn rule_host(rule: &OffloadRule, n: u64, len: u64) -> bool {
+        rule.on_host(n * 2 * (len + 16), blocks(len), n as usize)
     }
 }

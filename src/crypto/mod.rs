@@ -111,6 +111,7 @@
 
 mod aes;
 mod batch;
+mod credit;
 mod host;
 mod record;
 mod sha;
@@ -147,6 +148,13 @@ pub enum Offload {
     /// so its latency grows with the longest message and a few records do not pay it back);
     /// but never a flush over [`HOST_MAX_FLUSH_BYTES`], which would hold up the flushing
     /// thread, and the queue's next flush, for milliseconds.
+    ///
+    /// The record calls ([`Crypto::seal`] and friends) seal records under about 4 KiB at once
+    /// on the calling task's thread. Larger ones (up to 64 KiB) go that way too while the load
+    /// is one the host takes: at most one flush's worth of host work (the crossover above)
+    /// before a record joins a flush again, re-opened by a flush of one record on the host,
+    /// closed by a flush that went to the GPU. A lone connection, or a few, then seals as fast
+    /// as with [`Offload::Host`], and many ready records still coalesce on the GPU.
     #[default]
     Auto,
     /// Always the GPU.
@@ -280,6 +288,15 @@ impl Crypto {
     pub fn with_offload(mut self, offload: Offload) -> Self {
         let rule = offload.rule(&self.device);
         self.batch = Arc::new(self.batch.reconfigured(self.max_groups, self.sha256_window, rule));
+        self
+    }
+
+    /// [`Offload::Auto`] with the rule it follows on a GPU, whatever the device (on a CPU device
+    /// such as lavapipe `Auto` keeps everything on the host): lets tests exercise that rule, and
+    /// when it seals large records at once, on lavapipe. Not for applications.
+    #[doc(hidden)]
+    pub fn with_gpu_auto_rule(mut self) -> Self {
+        self.batch = Arc::new(self.batch.reconfigured(self.max_groups, self.sha256_window, Offload::Auto.model()));
         self
     }
 

@@ -36,12 +36,14 @@
 //! Where the offload would compute a record on the host whatever flush it joined (always with
 //! [`super::Offload::Host`] and with `Auto` on a CPU device such as lavapipe; with `Auto` on a
 //! GPU for records under about 4 KiB, which the GPU path costs more host time than their
-//! crypto), [`Crypto::seal`], [`Crypto::seal_in_place`], [`Crypto::open`] and
-//! [`Crypto::open_in_place`] seal or open it at once in the calling task, on the caller's
-//! buffer: no staging copies, no flush, no wait, and on a multi-threaded runtime every worker
-//! seals its own tasks' records. Records up to 64 KiB; a longer one joins a flush, whose host
-//! path computes it. `prepare_seal` and `prepare_open` always add an item to the flush. The
-//! output is the same either way.
+//! crypto), [`Crypto::seal`], [`Crypto::seal_in_place`], [`Crypto::open`],
+//! [`Crypto::open_in_place`] and the staged calls seal or open it at once in the calling task,
+//! on the caller's buffer: no staging copies, no flush, no wait, and on a multi-threaded runtime
+//! every worker seals its own tasks' records. With `Auto` on a GPU, larger records go that way
+//! too while the load is one the host takes: up to one host-sized flush of work, until a flush
+//! shows the load again (see [`super::credit`]). Records up to 64 KiB; a longer one joins a
+//! flush, whose host path computes it. `prepare_seal` and `prepare_open` always add an item to
+//! the flush. The output is the same either way.
 //!
 //! # Records in staging memory
 //! [`Crypto::seal`] and friends copy the record into staging memory and the result back out: two
@@ -54,7 +56,7 @@
 //! was dropped before it finished), the buffer's bytes are refused with [`Error::NotReady`];
 //! `ctx.synchronize().await` waits for that work.
 
-use super::batch::{AesPart, HashPart, Item, Ticket};
+use super::batch::{AesPart, HashPart, Inline, Item, Ticket};
 use super::{host, AesKey, Crypto, HmacKey, Io};
 use crate::error::{Error, Result};
 use crate::record::staging::Slot;
@@ -302,7 +304,11 @@ impl Crypto {
     /// Whether a record of `len` bytes is sealed or opened at once in the calling task (see
     /// the module docs, "Records the host takes at once").
     fn record_inline(&self, len: usize) -> bool {
-        self.batch.offload.inline(len as u64)
+        match self.batch.offload.inline(len as u64) {
+            Inline::Always => true,
+            Inline::Credit(limit) => self.batch.credit.take(2 * (16 + len as u64), limit),
+            Inline::Never => false,
+        }
     }
 
     /// Seals `buf` in place at once on this thread: AES-CTR with the connection's expanded key,
