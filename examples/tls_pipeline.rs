@@ -41,8 +41,9 @@
 //! Without `--connections`, `--records` or `--record-size` it runs two cases: 2,000 connections
 //! x 4 records of 16 KiB (100 connections on a CPU device such as lavapipe), the record size at
 //! which the coalesced GPU fronts come closest to RustCrypto on all cores of an H200's host,
-//! and 1,000 x 4 records of 1 KiB beside it, where the CPU is far ahead. For each case it prints a table (records/s, GB/s of plaintext,
-//! p50/p99 record latency, host CPU time per record, submits, dispatches, host waits per run),
+//! and 1,000 x 4 records of 1 KiB beside it, where the CPU is far ahead. For each case it prints a table (records/s and GB/s of plaintext of
+//! the median run, the slowest and fastest runs' GB/s, p50/p99 record latency, host CPU time per
+//! record, submits, dispatches, host waits per run),
 //! the comparison of the best GPU front with RustCrypto on all cores, and the stats lines; with
 //! `--csv FILE` it writes the tables as one CSV. The host CPU time is the whole process's (user
 //! and system, every thread: a front's runtime workers and driver threads count, and on a CPU
@@ -319,7 +320,7 @@ fn measure(
 
 /// The CSV's header (`report` returns its rows).
 const CSV_HEADER: &str = "device,mode,connections,records,record_bytes,wall_ms,records_per_s,gb_per_s,p50_us,p99_us,\
-                          submits,dispatches,host_waits,cpu_us_per_record\n";
+                          submits,dispatches,host_waits,cpu_us_per_record,gb_per_s_min,gb_per_s_max\n";
 
 /// Prints the table (the median run of every mode), the comparisons and the stats lines, and
 /// returns the table's CSV rows.
@@ -329,8 +330,8 @@ fn report(o: &Options, name: &str, on_cpu: bool, runs: &mut [Vec<Run>]) -> Strin
     let bytes_total = total * size as f64;
     let mut csv = String::new();
     println!(
-        "{:<16} {:>12} {:>8} {:>10} {:>10} {:>10} {:>8} {:>10} {:>10}",
-        "mode", "records/s", "GB/s", "p50", "p99", "cpu/rec", "submits", "dispatches", "host waits"
+        "{:<16} {:>12} {:>8} {:>13} {:>10} {:>10} {:>10} {:>8} {:>10} {:>10}",
+        "mode", "records/s", "GB/s", "runs' GB/s", "p50", "p99", "cpu/rec", "submits", "dispatches", "host waits"
     );
     let mut last_stats = None;
     let mut speed = std::collections::HashMap::new();
@@ -341,6 +342,9 @@ fn report(o: &Options, name: &str, on_cpu: bool, runs: &mut [Vec<Run>]) -> Strin
         let rs = &mut runs[m];
         rs.sort_by_key(|r| r.wall);
         let mid = rs.len() / 2;
+        // The spread over the runs: the slowest and the fastest.
+        let (lo, hi) =
+            (bytes_total / rs[rs.len() - 1].wall.as_secs_f64() / 1e9, bytes_total / rs[0].wall.as_secs_f64() / 1e9);
         let r = &mut rs[mid];
         let secs = r.wall.as_secs_f64();
         let (p50, p99) = (percentile(&mut r.latencies, 0.5), percentile(&mut r.latencies, 0.99));
@@ -351,9 +355,10 @@ fn report(o: &Options, name: &str, on_cpu: bool, runs: &mut [Vec<Run>]) -> Strin
             false => ("n/a".to_string(), "n/a".to_string()),
         };
         println!(
-            "{mode:<16} {:>12.0} {:>8.3} {:>10.1?} {:>10.1?} {cpu_cell:>10} {:>8} {:>10} {:>10}",
+            "{mode:<16} {:>12.0} {:>8.3} {:>13} {:>10.1?} {:>10.1?} {cpu_cell:>10} {:>8} {:>10} {:>10}",
             total / secs,
             bytes_total / secs / 1e9,
+            format!("{lo:.2}-{hi:.2}"),
             p50,
             p99,
             r.submits,
@@ -361,7 +366,7 @@ fn report(o: &Options, name: &str, on_cpu: bool, runs: &mut [Vec<Run>]) -> Strin
             r.host_waits
         );
         csv += &format!(
-            "{name},{mode},{n_conns},{n_records},{size},{:.3},{:.0},{:.4},{:.1},{:.1},{},{},{},{cpu_csv}\n",
+            "{name},{mode},{n_conns},{n_records},{size},{:.3},{:.0},{:.4},{:.1},{:.1},{},{},{},{cpu_csv},{lo:.4},{hi:.4}\n",
             secs * 1e3,
             total / secs,
             bytes_total / secs / 1e9,
