@@ -45,7 +45,10 @@
 //! the median run, the slowest and fastest runs' GB/s, p50/p99 record latency, host CPU time per
 //! record, submits, dispatches, host waits per run),
 //! the comparison of the best GPU front with RustCrypto on all cores, and the stats lines; with
-//! `--csv FILE` it writes the tables as one CSV. The host CPU time is the whole process's (user
+//! `--csv FILE` it writes the tables as one CSV, and with `--runs-csv FILE` every timed run with
+//! the host's clock before and after it (to match with the GPU's clocks, sampled apart: the
+//! driver lowers them within about a second of light use, which a benchmark that spends most of
+//! its time on the host gives it). The host CPU time is the whole process's (user
 //! and system, every thread: a front's runtime workers and driver threads count, and on a CPU
 //! device so does the device's emulation) over the run's timed interval, divided by its records;
 //! it is measured on Linux only (elsewhere `n/a`).
@@ -58,7 +61,7 @@
 //!
 //! `cargo run --release --example tls_pipeline -- [--connections C] [--records R]
 //! [--record-size S] [--reps N] [--modes a,b,..] [--flush group|idle] [--workers W] [--gpus N]
-//! [--lanes L] [--csv FILE]`
+//! [--lanes L] [--csv FILE] [--runs-csv FILE]`
 
 #[path = "tls_pipeline/conns.rs"]
 mod conns;
@@ -123,6 +126,8 @@ struct Options {
     workers: usize,
     flush: FlushPolicy,
     csv: Option<String>,
+    /// `--runs-csv FILE`: every timed run, with the host's clock before and after it.
+    runs_csv: Option<String>,
     /// No workload was given: run the default cases.
     default_cases: bool,
 }
@@ -171,7 +176,8 @@ impl Options {
             }
         };
         let csv = arg(args, "--csv");
-        Options { n_conns, n_records, size, reps, modes, cores, workers, flush, csv, default_cases }
+        let runs_csv = arg(args, "--runs-csv");
+        Options { n_conns, n_records, size, reps, modes, cores, workers, flush, csv, runs_csv, default_cases }
     }
 }
 
@@ -201,6 +207,7 @@ fn main() -> Result<(), Error> {
     let on_cpu = device.info().device_type == vkasync::DeviceType::Cpu;
     introduce(&o, &device, &auto);
     let mut csv = String::from(CSV_HEADER);
+    let mut runs_csv = String::from(RUNS_CSV_HEADER);
     let mut set = None;
     for (n_conns, n_records, size) in cases(&o, on_cpu) {
         let o = Options { n_conns, n_records, size, ..o.clone() };
@@ -220,12 +227,15 @@ fn main() -> Result<(), Error> {
         if set.is_none() && o.modes.iter().any(|m| m.ends_with("-tokio-set")) {
             set = Some(open_set(&args, &device, &warm, o.workers)?);
         }
-        let mut runs = measure(&o, &device, &crypto, &auto, set.as_ref(), &conns, &want)?;
+        let (mut runs, rows) = measure(&o, &device, &crypto, &auto, set.as_ref(), &conns, &want)?;
+        runs_csv += &rows;
         csv += &report(&o, &name, on_cpu, &mut runs);
     }
-    if let Some(path) = &o.csv {
-        std::fs::write(path, csv).map_err(|e| Error::InvalidArgument(format!("cannot write {path}: {e}")))?;
-        println!("wrote {path}");
+    for (path, text) in [(&o.csv, csv), (&o.runs_csv, runs_csv)] {
+        if let Some(path) = path {
+            std::fs::write(path, text).map_err(|e| Error::InvalidArgument(format!("cannot write {path}: {e}")))?;
+            println!("wrote {path}");
+        }
     }
     Ok(())
 }
@@ -281,12 +291,14 @@ fn measure(
     set: Option<&(QueueSet, PerDevice<Crypto>)>,
     conns: &Arc<Vec<Conn>>,
     want: &[Vec<Sealed>],
-) -> Result<Vec<Vec<Run>>, Error> {
+) -> Result<(Vec<Vec<Run>>, String), Error> {
+    let mut runs_csv = String::new();
     let (modes, flush, workers) = (&o.modes, o.flush, o.workers);
     let mut runs: Vec<Vec<Run>> = modes.iter().map(|_| Vec::new()).collect();
     for rep in 0..o.reps {
         for k in 0..modes.len() {
             let m = (k + rep) % modes.len();
+            let before = unix_ns();
             let run = match modes[m].as_str() {
                 "blocking" => run_blocking(device, crypto, conns)?,
                 "waits-only" => run_executor(crypto, conns, false, flush, false)?,
@@ -308,6 +320,17 @@ fn measure(
                 "cpu-1" => run_cpu(conns, 1),
                 _ => run_cpu(conns, o.cores),
             };
+            let bytes = conns.iter().map(|c| c.records.iter().map(Vec::len).sum::<usize>()).sum::<usize>();
+            runs_csv += &format!(
+                "{},{},{},{},{rep},{before},{},{:.3},{:.4}\n",
+                modes[m],
+                o.n_conns,
+                o.n_records,
+                o.size,
+                unix_ns(),
+                run.wall.as_secs_f64() * 1e3,
+                bytes as f64 / run.wall.as_secs_f64() / 1e9
+            );
             if run.out != want {
                 eprintln!("{}: a sealed record differs from RustCrypto's", modes[m]);
                 std::process::exit(1);
@@ -315,8 +338,19 @@ fn measure(
             runs[m].push(run);
         }
     }
-    Ok(runs)
+    Ok((runs, runs_csv))
 }
+
+/// The host's clock, in nanoseconds since the Unix epoch (to match each run with the GPU's clocks
+/// sampled apart, e.g. by `nvidia-smi --query-gpu=timestamp,clocks.sm --format=csv -lms 50`).
+fn unix_ns() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+}
+
+/// The header of `--runs-csv`: one row per timed run, with the host's clock before and after the
+/// call that ran it (its setup and read-back included).
+const RUNS_CSV_HEADER: &str =
+    "mode,connections,records,record_bytes,rep,before_unix_ns,after_unix_ns,wall_ms,gb_per_s\n";
 
 /// The CSV's header (`report` returns its rows).
 const CSV_HEADER: &str = "device,mode,connections,records,record_bytes,wall_ms,records_per_s,gb_per_s,p50_us,p99_us,\
