@@ -261,38 +261,47 @@ pub fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize, staged
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
     let shares = shares(&crypto, conns, workers, staged)?;
     let (start, cpu_start) = (Instant::now(), process_cpu_time());
-    let results = rt.block_on(async {
-        // The connections' tasks are spawned by one task per worker, each over its share, as a
-        // server's accept loops would: spawned from outside the runtime (this thread), each
-        // task would first wake a parked worker, about 2 µs per task on this one thread, which
-        // then bounds the whole front.
+    let (conns, q) = (conns.clone(), queue.clone());
+    let results = spawn_from_shares(&rt, shares, move |(i, bufs): (usize, Bufs)| {
+        // One reference count per task, not one per pipeline of a clone.
+        let (crypto, conns, ctx) = (crypto.clone(), conns.clone(), q.context());
+        async move { seal_connection(&crypto, &ctx, &conns[i], bufs).await }
+    });
+    let (wall, cpu) = (start.elapsed(), process_cpu_time() - cpu_start);
+    drop(rt);
+    Run::of_tasks(results.into_iter().collect::<Result<Vec<_>, Error>>()?, wall, cpu, queue.stats())
+}
+
+/// Runs `task(item)` for every item of `shares` as its own task on `rt`, spawned by one task per
+/// share (one share per worker) as a server's accept loops would: spawned from outside the
+/// runtime (this thread), each task would first wake a parked worker, about 2 µs per task on
+/// this one thread, which then bounds the whole front. Returns the tasks' results in order.
+fn spawn_from_shares<T, F, Fut>(
+    rt: &tokio::runtime::Runtime,
+    shares: Vec<Vec<T>>,
+    task: F,
+) -> Vec<Result<TaskResult, Error>>
+where
+    T: Send + 'static,
+    F: Fn(T) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = Result<TaskResult, Error>> + Send + 'static,
+{
+    rt.block_on(async {
         let spawners: Vec<_> = shares
             .into_iter()
             .map(|share| {
-                let (crypto, conns, queue) = (crypto.clone(), conns.clone(), queue.clone());
-                tokio::spawn(async move {
-                    share
-                        .into_iter()
-                        .map(|(i, bufs)| {
-                            // One reference count per task, not one per pipeline of a clone.
-                            let (crypto, conns, ctx) = (crypto.clone(), conns.clone(), queue.context());
-                            tokio::spawn(async move { seal_connection(&crypto, &ctx, &conns[i], bufs).await })
-                        })
-                        .collect::<Vec<_>>()
-                })
+                let task = task.clone();
+                tokio::spawn(async move { share.into_iter().map(|item| tokio::spawn(task(item))).collect::<Vec<_>>() })
             })
             .collect();
-        let mut v = Vec::with_capacity(conns.len());
+        let mut v = Vec::new();
         for s in spawners {
             for h in s.await.expect("a spawning task panicked") {
                 v.push(h.await.expect("a connection's task panicked"));
             }
         }
         v
-    });
-    let (wall, cpu) = (start.elapsed(), process_cpu_time() - cpu_start);
-    drop(rt);
-    Run::of_tasks(results.into_iter().collect::<Result<Vec<_>, Error>>()?, wall, cpu, queue.stats())
+    })
 }
 
 /// Each connection's output buffers ([`Bufs`], made before the clock starts), with its index,
@@ -358,32 +367,12 @@ pub fn run_tokio_set(
         shares.last_mut().expect("pushed").push(item);
     }
     let (start, cpu_start) = (Instant::now(), process_cpu_time());
-    let results = rt.block_on(async {
-        // As in `run_tokio`: one spawning task per worker over its share.
-        let spawners: Vec<_> = shares
-            .into_iter()
-            .map(|share| {
-                let (set, cryptos, conns) = (set.clone(), cryptos.clone(), conns.clone());
-                tokio::spawn(async move {
-                    share
-                        .into_iter()
-                        .map(|(i, ctx, bufs)| {
-                            let ctx = ctx.unwrap_or_else(|| set.context());
-                            let crypto = cryptos.get(ctx.device()).expect("a device of the set").clone();
-                            let conns = conns.clone();
-                            tokio::spawn(async move { seal_connection(&crypto, &ctx, &conns[i], bufs).await })
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        let mut v = Vec::with_capacity(conns.len());
-        for s in spawners {
-            for h in s.await.expect("a spawning task panicked") {
-                v.push(h.await.expect("a connection's task panicked"));
-            }
-        }
-        v
+    let (set2, cryptos, conns) = (set.clone(), cryptos.clone(), conns.clone());
+    let results = spawn_from_shares(&rt, shares, move |(i, ctx, bufs): (usize, Option<Ctx>, Bufs)| {
+        let ctx = ctx.unwrap_or_else(|| set2.context());
+        let crypto = cryptos.get(ctx.device()).expect("a device of the set").clone();
+        let conns = conns.clone();
+        async move { seal_connection(&crypto, &ctx, &conns[i], bufs).await }
     });
     let (wall, cpu) = (start.elapsed(), process_cpu_time() - cpu_start);
     drop(rt);
