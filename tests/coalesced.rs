@@ -727,10 +727,11 @@ fn records_whose_recording_is_dropped_unsubmitted_report_it() {
 }
 
 /// `Offload::Auto`'s GPU rule (forced here on lavapipe) seals a lone 16 KiB record at once in
-/// the calling task, up to one host-sized flush of work; the next record joins a flush, which
+/// the calling task, up to two host-sized flushes of work; the next record joins a flush, which
 /// the rule runs on the host, and that re-opens the credit. Many records ready at once: those
-/// past the credit coalesce into a flush that goes to the GPU, which closes the credit, so the
-/// next lone record joins a flush too. Every record matches RustCrypto.
+/// past the credit coalesce into a flush that goes to the GPU, which closes the credit; a flush
+/// of a few records on the host leaves it closed, a second one in a row re-opens it. Every
+/// record matches RustCrypto.
 #[test]
 fn auto_seals_large_records_at_once_while_the_host_takes_the_load() {
     use vkasync::crypto::{GPU_CROSSOVER_BASE_BYTES, GPU_CROSSOVER_BYTES_PER_BLOCK};
@@ -743,10 +744,11 @@ fn auto_seals_large_records_at_once_while_the_host_takes_the_load() {
     let keys = RecordKeys::new(&aes_key, &mac_key, prefix).unwrap();
     let len = 16384u64;
     // The work of one sealed record (AES and HMAC bytes) and the crossover for a flush of them:
-    // its HMAC covers the 16-byte nonce and the data, with padding and the outer hash.
+    // its HMAC covers the 16-byte nonce and the data, with padding and the outer hash. The
+    // credit holds two such flushes (`Offload::Auto`'s docs).
     let work = 2 * (16 + len);
     let limit = GPU_CROSSOVER_BASE_BYTES + GPU_CROSSOVER_BYTES_PER_BLOCK * ((16 + len + 9).div_ceil(64) + 1);
-    let at_once = (limit / work) as usize;
+    let at_once = (2 * limit / work) as usize;
     assert!(at_once >= 2, "the crossover holds a few 16 KiB records");
     let ctx = exec.context();
     let (c, k) = (crypto.clone(), keys.clone());
@@ -800,7 +802,32 @@ fn auto_seals_large_records_at_once_while_the_host_takes_the_load() {
         "after a GPU flush, a lone record joins a flush, run on the host: {s}"
     );
     exec.block_on(seal_one(seq));
+    seq += 1;
     assert_eq!(flushes(&exec), s.flushes, "and that host flush re-opened the credit");
+    // Close it again, then a few records at a time: one host flush of three leaves it closed,
+    // the second in a row re-opens it.
+    let run_together = |n: u64, from: u64| {
+        let handles: Vec<_> = (0..n).map(|i| exec.spawn(seal_one(from + i))).collect();
+        exec.block_on(async move {
+            for h in handles {
+                h.await.expect("a sealing task panicked");
+            }
+        });
+    };
+    run_together(many as u64, seq);
+    seq += many as u64;
+    let before = exec.stats();
+    assert_eq!(before.submits, s.submits + 1, "closed by a flush on the GPU: {before}");
+    run_together(3, seq);
+    seq += 3;
+    let s = exec.stats();
+    assert_eq!((s.flushes - before.flushes, s.submits - before.submits), (1, 0), "three records, one host flush: {s}");
+    run_together(3, seq);
+    seq += 3;
+    let s = exec.stats();
+    assert_eq!((s.flushes - before.flushes, s.submits - before.submits), (2, 0), "again, a second host flush: {s}");
+    exec.block_on(seal_one(seq));
+    assert_eq!(flushes(&exec), s.flushes, "the second host flush in a row re-opened the credit");
     drop((seal_one, exec, crypto));
     finish(device);
 }

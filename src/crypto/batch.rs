@@ -25,7 +25,7 @@
 //! with the RustCrypto crates, and marks the items done. The caller's wait returns as soon as
 //! it sees that, without waiting for the flush's (then empty) submission.
 
-use super::credit::HostCredit;
+use super::credit::{HostCredit, CREDIT_FLUSHES};
 use super::host;
 use super::{AesKey, HmacKey};
 use crate::error::{Error, Result};
@@ -284,8 +284,8 @@ const INLINE_MAX_BYTES: u64 = 64 * 1024;
 pub(crate) enum Inline {
     /// Always: every flush it could join would run on the host.
     Always,
-    /// While the [`HostCredit`] has room for its work within this many bytes (`Auto`'s
-    /// crossover for a flush of such records; see [`super::credit`]).
+    /// While the [`HostCredit`] has room for its work within this many bytes ([`CREDIT_FLUSHES`]
+    /// times `Auto`'s crossover for a flush of such records; see [`super::credit`]).
     Credit(u64),
     /// Never: it joins a flush.
     Never,
@@ -312,7 +312,7 @@ impl OffloadRule {
                 // The record's HMAC covers its nonce and data (one message, as `encode` counts it).
                 let limit = base.saturating_add(per_block.saturating_mul(message_blocks(16 + len)));
                 if work <= limit {
-                    Inline::Credit(limit)
+                    Inline::Credit(limit.saturating_mul(CREDIT_FLUSHES))
                 } else {
                     Inline::Never
                 }
@@ -637,10 +637,12 @@ mod tests {
         let model = crate::crypto::Offload::Auto.model();
         assert_eq!(model.inline(1024), Inline::Always);
         assert_eq!(model.inline(3000), Inline::Always);
-        // A 16 KiB record: on the host while a flush of such records would stay there.
+        // A 16 KiB record: at once while the credit lasts, which holds as many such records as
+        // `CREDIT_FLUSHES` flushes that stay on the host.
         let Inline::Credit(limit) = model.inline(16384) else { panic!("16 KiB: by credit") };
-        assert!(rule_host(&model, limit / (2 * (16384 + 16)), 16384), "a flush of that many stays on the host");
-        assert!(!rule_host(&model, limit / (2 * (16384 + 16)) + 1, 16384), "one more goes to the GPU");
+        let per_flush = limit / CREDIT_FLUSHES / (2 * (16384 + 16));
+        assert!(rule_host(&model, per_flush, 16384), "a flush of that many stays on the host");
+        assert!(!rule_host(&model, per_flush + 1, 16384), "one more goes to the GPU");
         assert_eq!(model.inline(1 << 20), Inline::Never, "over 64 KiB: through a flush");
         assert_eq!(OffloadRule::Below(u64::MAX).inline(16384), Inline::Always);
         assert_eq!(OffloadRule::Below(u64::MAX).inline(1 << 20), Inline::Never);

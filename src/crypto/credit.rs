@@ -10,37 +10,44 @@
 //!
 //! The protocol, one [`HostCredit`] per batch kind (one per [`super::Crypto`] configuration):
 //!
-//! - The credit holds the bytes of crypto work sealed at once since it was last opened. A
-//!   large record is sealed at once when that sum, with its own work, stays within the model's
-//!   crossover for its length (the bytes one flush of such records may carry and still run on
-//!   the host); otherwise it joins a flush. A new credit is open.
-//! - A flush of a single item that the model put on the host re-opens the credit (the sum goes
-//!   back to zero): records arrive one at a time, a load the host takes at once.
-//! - A flush the model sent to the GPU closes it: every large record joins a flush until a
-//!   flush of a single item runs on the host.
-//! - Other flushes leave it as it is. A flush of a few records on the host does not re-open it:
-//!   a native executor with many ready tasks submits a few records early when its GPU is idle
+//! - The credit holds the bytes of crypto work sealed at once since it was last opened. A large
+//!   record is sealed at once while that sum, with its own work, stays within its limit (the
+//!   record layer asks for [`CREDIT_FLUSHES`] times the model's crossover for the record's
+//!   length, the bytes one flush of such records may carry and still run on the host);
+//!   otherwise it joins a flush. A new credit is open.
+//! - A flush the model sent to the GPU closes it: every large record joins a flush.
+//! - A flush the model put on the host re-opens it (the sum goes back to zero) if it carried a
+//!   single item, or if the flush before it ran on the host too: records arrive one at a time,
+//!   or a few at a time, a load the host takes at once.
+//! - A single flush of several records on the host leaves it as it is: a native executor with
+//!   many ready tasks submits a few records early when its GPU is idle
 //!   ([`crate::FlushPolicy::GroupCommit`]), and while its driver thread computes that flush on
-//!   the host the loop goes on recording, so that the next flush is large and goes to the GPU;
-//!   re-opened there, the loop would seal the ready records itself, one core instead of the GPU.
+//!   the host the loop goes on recording, so that the next flush is large and goes to the GPU.
+//!   Re-opened at the first, the loop would seal the ready records itself, one core instead of
+//!   the GPU.
 //!
-//! So at most one host-sized flush of work is sealed at once before the first real flush shows
-//! the load: a lone connection never waits for a flush (but for one record in every
-//! crossover's worth), ten connections sealing a few records each seal nearly all at once, and
-//! under a load the GPU takes the cost is that much host work once, after which every record
-//! coalesces as before. The credit is one atomic word, written by records sealed at once and
-//! by flushes, never by records that join a flush.
+//! So at most [`CREDIT_FLUSHES`] host-sized flushes of work are sealed at once before a real
+//! flush shows the load. The flushes that then probe it (one or two round trips, each about the
+//! fixed cost the crossover's first term stands for) come once per credit: with 16 KiB records,
+//! a twentieth to a tenth of the work sealed at once between them. A lone connection or a few
+//! seal nearly every record at once, in steady state as at the start; under a load the GPU takes, the cost is that much host work
+//! once, after which every record coalesces as before. The credit is two atomic words, written
+//! by records sealed at once and by flushes, never by records that join a flush.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// The sum that marks a closed credit (no record fits under it).
 const CLOSED: u64 = u64::MAX;
 
-/// The bytes of work sealed at once since the last flush that ran on the host (see the module
-/// docs).
+/// How many host-sized flushes of work the credit holds (see the module docs).
+pub(crate) const CREDIT_FLUSHES: u64 = 2;
+
+/// The bytes of work sealed at once since the credit was last opened, and the host flushes in
+/// a row since a flush went to the GPU (see the module docs).
 #[derive(Debug, Default)]
 pub(crate) struct HostCredit {
     spent: AtomicU64,
+    host_flushes: AtomicU32,
 }
 
 impl HostCredit {
@@ -53,21 +60,24 @@ impl HostCredit {
             .is_ok()
     }
 
-    /// A flush of `items` ran on the host (`on_host`; a single item opens the credit) or went
-    /// to the GPU (the credit closes).
+    /// A flush of `items` ran on the host (`on_host`) or went to the GPU.
     pub fn flushed(&self, on_host: bool, items: usize) {
-        let to = match (on_host, items) {
-            (false, _) => CLOSED,
-            (true, 1) => 0,
-            (true, _) => return,
-        };
-        // Most flushes find the credit as they leave it: no write, no cache line taken.
-        if self.spent.load(Ordering::Relaxed) != to {
-            self.spent.store(to, Ordering::Relaxed);
+        if !on_host {
+            self.host_flushes.store(0, Ordering::Relaxed);
+            // Most flushes find the credit as they leave it: no write, no cache line taken.
+            if self.spent.load(Ordering::Relaxed) != CLOSED {
+                self.spent.store(CLOSED, Ordering::Relaxed);
+            }
+            return;
+        }
+        let in_a_row = self.host_flushes.fetch_add(1, Ordering::Relaxed) + 1;
+        if items <= 1 || in_a_row >= 2 {
+            self.host_flushes.store(0, Ordering::Relaxed);
+            self.spent.store(0, Ordering::Relaxed);
         }
     }
 
-    /// Whether no record fits (a flush went to the GPU since the last host flush).
+    /// Whether no record fits (a flush went to the GPU since the credit was last opened).
     #[cfg(test)]
     pub fn is_closed(&self) -> bool {
         self.spent.load(Ordering::Relaxed) == CLOSED
@@ -89,36 +99,55 @@ mod tests {
     }
 
     #[test]
-    fn a_gpu_flush_closes_the_credit_and_a_lone_item_on_the_host_opens_it() {
+    fn a_gpu_flush_closes_the_credit_and_host_flushes_open_it() {
         let c = HostCredit::default();
         c.flushed(false, 5);
         assert!(c.is_closed() && !c.take(1, u64::MAX - 1), "closed: nothing fits");
         c.flushed(true, 3);
-        assert!(c.is_closed(), "a few items on the host leave it closed");
-        c.flushed(true, 1);
-        assert!(!c.is_closed() && c.take(100, 100), "opened: the whole limit again");
+        assert!(c.is_closed(), "one flush of a few items on the host leaves it closed");
+        c.flushed(false, 50);
+        c.flushed(true, 3);
+        assert!(c.is_closed(), "a GPU flush between two host flushes: still closed");
+        c.flushed(true, 4);
+        assert!(!c.is_closed() && c.take(100, 100), "two host flushes in a row open it");
         assert!(!c.take(1, 100), "spent");
         c.flushed(true, 2);
-        assert!(!c.take(1, 100), "a flush of a few leaves the sum");
+        assert!(!c.take(1, 100), "then one flush of a few leaves the sum");
         c.flushed(true, 1);
-        assert!(c.take(100, 100), "each lone host flush opens it anew");
+        assert!(c.take(100, 100), "a lone item on the host opens it at once");
+        c.flushed(false, 9);
+        c.flushed(true, 1);
+        assert!(c.take(100, 100), "also right after a GPU flush");
     }
 
     proptest! {
-        /// Whatever the order of records and flushes, the work taken since the last lone host
-        /// flush (or the start) never exceeds the limit of the record that takes it, and none is
-        /// taken after a GPU flush until a lone host flush.
+        /// Whatever the order of records and flushes, a record is taken exactly when the credit
+        /// is open (no GPU flush since it was opened) and the work taken since it was opened
+        /// stays within the record's limit; it opens at a host flush of one item or at the
+        /// second host flush in a row.
         #[test]
-        fn the_work_taken_between_lone_host_flushes_stays_within_the_limit(
+        fn the_credit_follows_its_protocol(
             events in prop::collection::vec((0u8..5, 1u64..5000, 1u64..20_000), 0..200)
         ) {
             let c = HostCredit::default();
-            let (mut since, mut open) = (0u64, true);
+            let (mut since, mut open, mut in_a_row) = (0u64, true, 0u32);
             for (kind, work, limit) in events {
                 match kind {
-                    0 => { c.flushed(true, 1); since = 0; open = true; }
-                    1 => { c.flushed(false, 1 + work as usize % 3); open = false; }
-                    2 => c.flushed(true, 2 + work as usize % 100),
+                    0 | 1 => {
+                        let items = if kind == 0 { 1 } else { 2 + work as usize % 100 };
+                        c.flushed(true, items);
+                        in_a_row += 1;
+                        if items == 1 || in_a_row >= 2 {
+                            since = 0;
+                            open = true;
+                            in_a_row = 0;
+                        }
+                    }
+                    2 => {
+                        c.flushed(false, 1 + work as usize % 3);
+                        open = false;
+                        in_a_row = 0;
+                    }
                     _ => {
                         let took = c.take(work, limit);
                         prop_assert_eq!(took, open && since + work <= limit);

@@ -151,10 +151,11 @@ pub enum Offload {
     ///
     /// The record calls ([`Crypto::seal`] and friends) seal records under about 4 KiB at once
     /// on the calling task's thread. Larger ones (up to 64 KiB) go that way too while the load
-    /// is one the host takes: at most one flush's worth of host work (the crossover above)
-    /// before a record joins a flush again, re-opened by a flush of one record on the host,
-    /// closed by a flush that went to the GPU. A lone connection, or a few, then seals as fast
-    /// as with [`Offload::Host`], and many ready records still coalesce on the GPU.
+    /// is one the host takes: at most two flushes' worth of host work (twice the crossover
+    /// above) before a record joins a flush again; the credit re-opens at a flush of one record
+    /// on the host or at a second host flush in a row, and closes at a flush that went to the
+    /// GPU. A lone connection, or a few, then seals nearly as fast as with [`Offload::Host`],
+    /// and many ready records still coalesce on the GPU.
     #[default]
     Auto,
     /// Always the GPU.

@@ -40,7 +40,7 @@
 //! [`Crypto::open_in_place`] and the staged calls seal or open it at once in the calling task,
 //! on the caller's buffer: no staging copies, no flush, no wait, and on a multi-threaded runtime
 //! every worker seals its own tasks' records. With `Auto` on a GPU, larger records go that way
-//! too while the load is one the host takes: up to one host-sized flush of work, until a flush
+//! too while the load is one the host takes: up to two host-sized flushes of work, until a flush
 //! shows the load again (see [`super::credit`]). Records up to 64 KiB; a longer one joins a
 //! flush, whose host path computes it. `prepare_seal` and `prepare_open` always add an item to
 //! the flush. The output is the same either way.
