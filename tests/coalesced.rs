@@ -804,8 +804,9 @@ fn auto_seals_large_records_at_once_while_the_host_takes_the_load() {
     exec.block_on(seal_one(seq));
     seq += 1;
     assert_eq!(flushes(&exec), s.flushes, "and that host flush re-opened the credit");
-    // Close it again, then a few records at a time: one host flush of three leaves it closed,
-    // the second in a row re-opens it.
+    // Close it again, then records a few at a time: two host flushes of a third of the crossover
+    // or more leave it closed (such a load may be one the GPU or the driver thread takes), one
+    // light host flush of three leaves it closed, the second in a row re-opens it.
     let run_together = |n: u64, from: u64| {
         let handles: Vec<_> = (0..n).map(|i| exec.spawn(seal_one(from + i))).collect();
         exec.block_on(async move {
@@ -816,8 +817,20 @@ fn auto_seals_large_records_at_once_while_the_host_takes_the_load() {
     };
     run_together(many as u64, seq);
     seq += many as u64;
+    let closed = exec.stats();
+    assert_eq!(closed.submits, s.submits + 1, "closed by a flush on the GPU: {closed}");
+    let heavy = (limit / work / 3 + 1) as usize;
+    assert!(heavy > 3 && heavy < at_once / 2, "a third of the crossover is a few records");
+    for _ in 0..2 {
+        run_together(heavy as u64, seq);
+        seq += heavy as u64;
+    }
     let before = exec.stats();
-    assert_eq!(before.submits, s.submits + 1, "closed by a flush on the GPU: {before}");
+    assert_eq!(
+        (before.flushes - closed.flushes, before.submits - closed.submits),
+        (2, 0),
+        "{heavy} records twice: two host flushes, still closed: {before}"
+    );
     run_together(3, seq);
     seq += 3;
     let s = exec.stats();

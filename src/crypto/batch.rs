@@ -320,6 +320,17 @@ impl OffloadRule {
         }
     }
 
+    /// Whether a flush of `bytes` whose longest hashed message has `longest_blocks` is light: at
+    /// most a third of `Auto`'s crossover for it (see [`super::credit`]); never for other rules.
+    fn light(self, bytes: u64, longest_blocks: u64) -> bool {
+        match self {
+            OffloadRule::Below(_) => false,
+            OffloadRule::Model { base, per_block, .. } => {
+                bytes.saturating_mul(3) <= base.saturating_add(per_block.saturating_mul(longest_blocks))
+            }
+        }
+    }
+
     fn on_host(self, bytes: u64, longest_blocks: u64, items: usize) -> bool {
         match self {
             OffloadRule::Below(n) => bytes < n,
@@ -481,7 +492,7 @@ impl BatchKind for CryptoBatch {
         let longest = items.iter().flat_map(|it| it.mac_first.iter().chain(&it.hashes)).map(|p| p.len).max();
         let longest_blocks = longest.map_or(0, message_blocks);
         let on_host = self.offload.on_host(bytes, longest_blocks, items.len());
-        self.credit.flushed(on_host, items.len());
+        self.credit.flushed(on_host, items.len(), self.offload.light(bytes, longest_blocks));
         if on_host {
             for it in items.iter() {
                 it.run_on_host()?;
