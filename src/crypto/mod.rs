@@ -173,15 +173,15 @@ pub enum Offload {
 pub const GPU_CROSSOVER_BASE_BYTES: u64 = 128 * 1024;
 
 /// The part of [`Offload::Auto`]'s crossover that grows with the longest hashed message of a
-/// flush, per 64-byte block: one GPU thread compresses a block in about 2.2 to 3.4 µs on the
-/// H200 (a 16 KiB record's HMAC takes 0.6 to 0.9 ms however many records share the dispatch),
-/// in which one host core seals about 2 to 3 KB; with the host cost of each record's copies,
-/// break-even is near 4 KB per block. On the H200 (`tls_pipeline --modes auto,host,coalesced`,
-/// `BENCHMARKS.md`), 10 connections of 16 KiB records sealed 3.8x faster on the host, 100
-/// connections 1.2x faster on the GPU: with this constant the crossover is about 35 such
-/// records per flush. (Fitted with 256 invocations per HMAC workgroup; with 32 a flush of
-/// 16 KiB HMACs takes about 0.42 ms on the H200, so the GPU may pay back from fewer records.)
-pub const GPU_CROSSOVER_BYTES_PER_BLOCK: u64 = 4096;
+/// flush, per 64-byte block: one GPU thread compresses a block in about 1.6 µs on the H200 at
+/// full clock (a flush's HMAC of 16 KiB records takes about 0.42 ms however many records share
+/// the dispatch, with 32 invocations per workgroup), in which one host core seals about 1.3 KB;
+/// with the host cost of each record's copies, break-even is near 2.5 KB per block: about 24
+/// records of 16 KiB per flush. On the H200 (`tls_pipeline --modes auto,host,coalesced`,
+/// `BENCHMARKS.md`), 10 connections of 16 KiB records sealed 4.8× faster on the host than
+/// through the GPU, 100 connections 1.37× faster through the GPU. (It was 4096, about 35
+/// records, when the HMAC kernel ran 256 invocations per workgroup, 0.6 to 0.9 ms a flush.)
+pub const GPU_CROSSOVER_BYTES_PER_BLOCK: u64 = 2560;
 
 /// The average crypto work per item below which [`Offload::Auto`] keeps a flush on the host
 /// (a sealed record of `n` bytes is about `2 n` bytes of work): on the H200, 1 KiB records
