@@ -321,12 +321,12 @@ impl OffloadRule {
     }
 
     /// Whether a flush of `bytes` whose longest hashed message has `longest_blocks` is light: at
-    /// most a third of `Auto`'s crossover for it (see [`super::credit`]); never for other rules.
+    /// most half of `Auto`'s crossover for it (see [`super::credit`]); never for other rules.
     fn light(self, bytes: u64, longest_blocks: u64) -> bool {
         match self {
             OffloadRule::Below(_) => false,
             OffloadRule::Model { base, per_block, .. } => {
-                bytes.saturating_mul(3) <= base.saturating_add(per_block.saturating_mul(longest_blocks))
+                bytes.saturating_mul(2) <= base.saturating_add(per_block.saturating_mul(longest_blocks))
             }
         }
     }

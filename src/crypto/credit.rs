@@ -17,7 +17,7 @@
 //!   otherwise it joins a flush. A new credit is open.
 //! - A flush the model sent to the GPU closes it: every large record joins a flush.
 //! - A flush the model put on the host re-opens it (the sum goes back to zero) if it carried a
-//!   single item, or if it was light (at most a third of the model's crossover for it) and the
+//!   single item, or if it was light (at most half of the model's crossover for it) and the
 //!   flush before it was a light host flush too: records arrive one at a time, or a few at a
 //!   time, a load the host takes at once.
 //! - Any other flush on the host leaves it as it is. A native executor with many ready tasks
@@ -61,7 +61,7 @@ impl HostCredit {
             .is_ok()
     }
 
-    /// A flush of `items` ran on the host (`on_host`; `light`: at most a third of its crossover)
+    /// A flush of `items` ran on the host (`on_host`; `light`: at most half of its crossover)
     /// or went to the GPU.
     pub fn flushed(&self, on_host: bool, items: usize, light: bool) {
         if !on_host {

@@ -153,7 +153,7 @@ pub enum Offload {
     /// on the calling task's thread. Larger ones (up to 64 KiB) go that way too while the load
     /// is one the host takes: at most two flushes' worth of host work (twice the crossover
     /// above) before a record joins a flush again; the credit re-opens at a flush of one record
-    /// on the host or at a second light one in a row (at most a third of the crossover), and
+    /// on the host or at a second light one in a row (at most half of the crossover), and
     /// closes at a flush that went to the GPU. A lone connection, or a few, then seals nearly as fast as with [`Offload::Host`],
     /// and many ready records still coalesce on the GPU.
     #[default]
