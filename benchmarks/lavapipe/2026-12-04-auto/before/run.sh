@@ -4,7 +4,7 @@
 # same path (records sealed at once in the calling task); `cpu-1` is the plain RustCrypto loop.
 set -u
 T=${T:-./target/release/examples/tls_pipeline}
-D=benchmarks/lavapipe/2026-12-04-auto
+D=benchmarks/lavapipe/2026-12-04-auto/before
 for c in 1 10 100 1000 10000; do
   for s in 1024 16384; do
     r=5; [ $c -le 100 ] && r=15
