@@ -154,8 +154,8 @@ pub enum Offload {
     /// is one the host takes: at most two flushes' worth of host work (twice the crossover
     /// above) before a record joins a flush again; the credit re-opens at a flush of one record
     /// on the host or at a second light one in a row (at most half of the crossover), and
-    /// closes at a flush that went to the GPU. A lone connection, or a few, then seals nearly as fast as with [`Offload::Host`],
-    /// and many ready records still coalesce on the GPU.
+    /// closes at a flush that went to the GPU. A lone connection, or a few, then seals nearly
+    /// as fast as with [`Offload::Host`], and many ready records still coalesce on the GPU.
     #[default]
     Auto,
     /// Always the GPU.
