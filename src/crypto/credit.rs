@@ -31,9 +31,10 @@
 //! flush shows the load. The flushes that then probe it (one or two round trips, each about the
 //! fixed cost the crossover's first term stands for) come once per credit: with 16 KiB records,
 //! a twentieth to a tenth of the work sealed at once between them. A lone connection or a few
-//! seal nearly every record at once, in steady state as at the start; under a load the GPU takes, the cost is that much host work
-//! once, after which every record coalesces as before. The credit is two atomic words, written
-//! by records sealed at once and by flushes, never by records that join a flush.
+//! seal nearly every record at once, in steady state as at the start; under a load the GPU
+//! takes, the cost is that much host work once, after which every record coalesces as before.
+//! The credit is two atomic words, written by records sealed at once and by flushes, never by
+//! records that join a flush.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
