@@ -41,17 +41,17 @@
 //! Without `--connections`, `--records` or `--record-size` it runs two cases: 2,000 connections
 //! x 4 records of 16 KiB (100 connections on a CPU device such as lavapipe), the record size at
 //! which the coalesced GPU fronts come closest to RustCrypto on all cores of an H200's host,
-//! and 1,000 x 4 records of 1 KiB beside it, where the CPU is far ahead. For each case it prints a table (records/s and GB/s of plaintext of
-//! the median run, the slowest and fastest runs' GB/s, p50/p99 record latency, host CPU time per
-//! record, submits, dispatches, host waits per run),
-//! the comparison of the best GPU front with RustCrypto on all cores, and the stats lines; with
-//! `--csv FILE` it writes the tables as one CSV, and with `--runs-csv FILE` every timed run with
-//! the host's clock before and after it (to match with the GPU's clocks, sampled apart: the
+//! and 1,000 x 4 records of 1 KiB beside it, where the CPU is far ahead. For each case it prints
+//! a table (records/s and GB/s of plaintext of the median run, the slowest and fastest runs'
+//! GB/s, p50/p99 record latency, host CPU time per record, submits, dispatches, host waits per
+//! run), the comparison of the best GPU front with RustCrypto on all cores, and the stats lines;
+//! with `--csv FILE` it writes the tables as one CSV, and with `--runs-csv FILE` every timed run
+//! with the host's clock before and after it (to match with the GPU's clocks, sampled apart: the
 //! driver lowers them within about a second of light use, which a benchmark that spends most of
-//! its time on the host gives it). The host CPU time is the whole process's (user
-//! and system, every thread: a front's runtime workers and driver threads count, and on a CPU
-//! device so does the device's emulation) over the run's timed interval, divided by its records;
-//! it is measured on Linux only (elsewhere `n/a`).
+//! its time on the host gives it). The host CPU time is the whole process's (user and system,
+//! every thread: a front's runtime workers and driver threads count, and on a CPU device so does
+//! the device's emulation) over the run's timed interval, divided by its records; it is measured
+//! on Linux only (elsewhere `n/a`).
 //!
 //! Every mode's output is compared with a reference computed apart (RustCrypto composed in the
 //! plainest way, the keys expanded anew per record), the CPU modes' included, and then freed, so
@@ -297,6 +297,7 @@ fn measure(
     want: &[Vec<Sealed>],
 ) -> Result<(Vec<Vec<Run>>, String), Error> {
     let mut runs_csv = String::new();
+    let bytes = conns.iter().map(|c| c.records.iter().map(Vec::len).sum::<usize>()).sum::<usize>();
     let (modes, flush, workers) = (&o.modes, o.flush, o.workers);
     let mut runs: Vec<Vec<Run>> = modes.iter().map(|_| Vec::new()).collect();
     for rep in 0..o.reps {
@@ -324,7 +325,6 @@ fn measure(
                 "cpu-1" => run_cpu(conns, 1),
                 _ => run_cpu(conns, o.cores),
             };
-            let bytes = conns.iter().map(|c| c.records.iter().map(Vec::len).sum::<usize>()).sum::<usize>();
             runs_csv += &format!(
                 "{},{},{},{},{rep},{before},{},{:.3},{:.4}\n",
                 modes[m],

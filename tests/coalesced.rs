@@ -729,9 +729,9 @@ fn records_whose_recording_is_dropped_unsubmitted_report_it() {
 /// `Offload::Auto`'s GPU rule (forced here on lavapipe) seals a lone 16 KiB record at once in
 /// the calling task, up to two host-sized flushes of work; the next record joins a flush, which
 /// the rule runs on the host, and that re-opens the credit. Many records ready at once: those
-/// past the credit coalesce into a flush that goes to the GPU, which closes the credit; a flush
-/// of a few records on the host leaves it closed, a second one in a row re-opens it. Every
-/// record matches RustCrypto.
+/// past the credit coalesce into a flush that goes to the GPU, which closes the credit; heavier
+/// host flushes leave it closed, and so does one light host flush of a few records, while a
+/// second light one in a row re-opens it. Every record matches RustCrypto.
 #[test]
 fn auto_seals_large_records_at_once_while_the_host_takes_the_load() {
     use vkasync::crypto::{GPU_CROSSOVER_BASE_BYTES, GPU_CROSSOVER_BYTES_PER_BLOCK};
@@ -763,6 +763,15 @@ fn auto_seals_large_records_at_once_while_the_host_takes_the_load() {
         }
     };
     let flushes = |exec: &Executor| exec.stats().flushes;
+    // `n` records ready at once, sealed by their own tasks.
+    let run_together = |n: u64, from: u64| {
+        let handles: Vec<_> = (0..n).map(|i| exec.spawn(seal_one(from + i))).collect();
+        exec.block_on(async move {
+            for h in handles {
+                h.await.expect("a sealing task panicked");
+            }
+        });
+    };
     // A lone connection: `at_once` records at once (no flush), the next through a flush that
     // stays on the host (nothing submitted), then at once again.
     let mut seq = 0;
@@ -781,13 +790,8 @@ fn auto_seals_large_records_at_once_while_the_host_takes_the_load() {
     // Many records ready at once: the first ones within the credit go at once, the others in
     // one flush, which goes to the GPU.
     let many = 4 * at_once;
-    let handles: Vec<_> = (0..many as u64).map(|i| exec.spawn(seal_one(seq + i))).collect();
+    run_together(many as u64, seq);
     seq += many as u64;
-    exec.block_on(async move {
-        for h in handles {
-            h.await.expect("a sealing task panicked");
-        }
-    });
     let s = exec.stats();
     assert_eq!((s.flushes, s.submits), (2, 1), "the {many} ready records past the credit went to the GPU: {s}");
     assert_eq!(s.await_points as usize, 1 + many - (at_once - 1), "all but the credit's records waited: {s}");
@@ -807,14 +811,6 @@ fn auto_seals_large_records_at_once_while_the_host_takes_the_load() {
     // Close it again, then records a few at a time: two host flushes of more than half of the
     // crossover leave it closed (such a load may be one the GPU or the driver thread takes), one
     // light host flush of three leaves it closed, the second in a row re-opens it.
-    let run_together = |n: u64, from: u64| {
-        let handles: Vec<_> = (0..n).map(|i| exec.spawn(seal_one(from + i))).collect();
-        exec.block_on(async move {
-            for h in handles {
-                h.await.expect("a sealing task panicked");
-            }
-        });
-    };
     run_together(many as u64, seq);
     seq += many as u64;
     let closed = exec.stats();

@@ -284,9 +284,10 @@ const INLINE_MAX_BYTES: u64 = 64 * 1024;
 pub(crate) enum Inline {
     /// Always: every flush it could join would run on the host.
     Always,
-    /// While the [`HostCredit`] has room for its work within this many bytes ([`CREDIT_FLUSHES`]
-    /// times `Auto`'s crossover for a flush of such records; see [`super::credit`]).
-    Credit(u64),
+    /// While the [`HostCredit`] has room for the record's `work` (its AES and HMAC bytes) within
+    /// `limit` bytes ([`CREDIT_FLUSHES`] times `Auto`'s crossover for a flush of such records;
+    /// see [`super::credit`]).
+    Credit { work: u64, limit: u64 },
     /// Never: it joins a flush.
     Never,
 }
@@ -312,7 +313,7 @@ impl OffloadRule {
                 // The record's HMAC covers its nonce and data (one message, as `encode` counts it).
                 let limit = base.saturating_add(per_block.saturating_mul(message_blocks(16 + len)));
                 if work <= limit {
-                    Inline::Credit(limit.saturating_mul(CREDIT_FLUSHES))
+                    Inline::Credit { work, limit: limit.saturating_mul(CREDIT_FLUSHES) }
                 } else {
                     Inline::Never
                 }
@@ -650,8 +651,9 @@ mod tests {
         assert_eq!(model.inline(3000), Inline::Always);
         // A 16 KiB record: at once while the credit lasts, which holds as many such records as
         // `CREDIT_FLUSHES` flushes that stay on the host.
-        let Inline::Credit(limit) = model.inline(16384) else { panic!("16 KiB: by credit") };
-        let per_flush = limit / CREDIT_FLUSHES / (2 * (16384 + 16));
+        let Inline::Credit { work, limit } = model.inline(16384) else { panic!("16 KiB: by credit") };
+        assert_eq!(work, 2 * (16384 + 16), "AES and HMAC of the nonce and record");
+        let per_flush = limit / CREDIT_FLUSHES / work;
         assert!(rule_host(&model, per_flush, 16384), "a flush of that many stays on the host");
         assert!(!rule_host(&model, per_flush + 1, 16384), "one more goes to the GPU");
         assert_eq!(model.inline(1 << 20), Inline::Never, "over 64 KiB: through a flush");

@@ -306,7 +306,7 @@ impl Crypto {
     fn record_inline(&self, len: usize) -> bool {
         match self.batch.offload.inline(len as u64) {
             Inline::Always => true,
-            Inline::Credit(limit) => self.batch.credit.take(2 * (16 + len as u64), limit),
+            Inline::Credit { work, limit } => self.batch.credit.take(work, limit),
             Inline::Never => false,
         }
     }
