@@ -177,6 +177,11 @@ impl Arena {
         if !StagingBlock::host_side(&work, &home).is_mapped() {
             return Err(Error::BufferUsage("the device offers no host-visible memory for staging".into()));
         }
+        // Each slot belongs to one item, and is reserved again only once its work completed (a
+        // staged record refuses reuse until then): submissions never order on a block.
+        for b in std::iter::once(&work).chain(&home) {
+            b.slotted.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         Ok(Arc::new(StagingBlock { work, home }))
     }
 
