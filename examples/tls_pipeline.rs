@@ -254,12 +254,7 @@ fn introduce(o: &Options, device: &Device, auto: &Crypto) {
               others on the GPU"
             .to_string(),
     };
-    let (lanes, queues) = device.queues();
-    println!(
-        "device: {} ({}); flushes rotate over {lanes} lane(s) on {queues} queue(s) (VKASYNC_QUEUES)",
-        device.info().name,
-        describe(kind)
-    );
+    println!("device: {} ({})", device.info().name, describe(kind));
     println!("host cores: {}; flush policy {:?}; `auto` runs {auto_rule}", o.cores, o.flush);
     if kind == vkasync::DeviceType::Cpu {
         println!(

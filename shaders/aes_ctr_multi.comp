@@ -5,12 +5,10 @@
 //
 //   binding 0 (set 0): uniform buffer AesTable (std140, 1024 bytes): te0[64] (uvec4), the 256
 //              words of Te0 (see include/aes.glsl), Te0[e] = te0[e/4][e%4].
-//   binding 1 (set 0): readonly storage buffer Keys: key schedules of 15 uvec4 each, the one
-//              at uvec4 k with round r at rk[k + r] (FIPS-197 w[4r..4r+3], big-endian words),
-//              zero past its last round (the flush binds the Data buffer here: each record's
-//              key sits in its staging slot's head; k < 2^24).
+//   binding 1 (set 0): readonly storage buffer Keys: 15 uvec4 per key, key k's round r at
+//              rk[15k + r] (FIPS-197 w[4r..4r+3], big-endian words), zero past its last round.
 //   binding 2 (set 0): readonly storage buffer Records: 2 uvec4 per record i:
-//              rec[2i]   = (first_block, data_block, nblocks, k << 8 | nr)
+//              rec[2i]   = (first_block, data_block, nblocks, key << 8 | nr)
 //              rec[2i+1] = the record's initial counter block as 4 big-endian words
 //              first_block: the record's first block in this dispatch's block numbering
 //              (record 0 starts at 0, record i+1 at first_block_i + nblocks_i; nblocks >= 1);

@@ -256,18 +256,15 @@ async fn seal_connection_waits_only(
 }
 
 pub fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize, staged: bool) -> Result<Run, Error> {
-    let fronts: usize = std::env::var("VKASYNC_BENCH_FRONTS").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1);
-    let queues = (0..fronts).map(|_| queue_builder(crypto.device()).build()).collect::<Result<Vec<_>, _>>()?;
-    let queue = queues[0].clone();
-    let queues = Arc::new(queues);
+    let queue = queue_builder(crypto.device()).build()?;
     let crypto = Arc::new(crypto.clone());
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
     let shares = shares(&crypto, conns, workers, staged)?;
     let (start, cpu_start) = (Instant::now(), process_cpu_time());
-    let (conns, q) = (conns.clone(), queues.clone());
+    let (conns, q) = (conns.clone(), queue.clone());
     let results = spawn_from_shares(&rt, shares, move |(i, bufs): (usize, Bufs)| {
         // One reference count per task, not one per pipeline of a clone.
-        let (crypto, conns, ctx) = (crypto.clone(), conns.clone(), q[i % q.len()].context());
+        let (crypto, conns, ctx) = (crypto.clone(), conns.clone(), q.context());
         async move { seal_connection(&crypto, &ctx, &conns[i], bufs).await }
     });
     let (wall, cpu) = (start.elapsed(), process_cpu_time() - cpu_start);

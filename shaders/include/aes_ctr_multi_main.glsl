@@ -18,9 +18,9 @@ layout(push_constant) uniform Push {
     uint block_base;
 };
 
-// Rounds 1..nrounds of the key schedule at rk[k] with the initial AddRoundKey.
+// Rounds 1..nrounds of key k with the initial AddRoundKey.
 uvec4 aes_encrypt_block(uvec4 s, uint k, uint nrounds, uint lane) {
-    uint base = k;
+    uint base = k * 15u;
     s ^= rk[base];
     for (uint r = 1u; r < nrounds; ++r) {
         s = aes_round(s, rk[base + r], lane);

@@ -43,16 +43,6 @@ pub(crate) struct AesPart {
     pub len: u64,
     pub key: Arc<AesKey>,
     pub counter: [u8; 16],
-    /// The kernel's table row, but for its first block (see [`Item::prepare`]), and the
-    /// counter as words.
-    row: [u32; 4],
-    ctr: [u32; 4],
-}
-
-impl AesPart {
-    pub fn new(at: u64, len: u64, key: Arc<AesKey>, counter: [u8; 16]) -> Self {
-        AesPart { at, len, key, counter, row: [0; 4], ctr: [0; 4] }
-    }
 }
 
 /// SHA-256 (no key) or HMAC-SHA256 of `len` bytes at byte `at` of the slot; the digest (eight
@@ -62,23 +52,7 @@ pub(crate) struct HashPart {
     pub len: u64,
     pub digest_at: u64,
     pub key: Option<Arc<HmacKey>>,
-    /// The kernel's table row (see [`Item::prepare`]).
-    row: [u32; 4],
 }
-
-impl HashPart {
-    pub fn new(at: u64, len: u64, digest_at: u64, key: Option<Arc<HmacKey>>) -> Self {
-        HashPart { at, len, digest_at, key, row: [0; 4] }
-    }
-}
-
-/// The head of every slot of a crypto arena (see [`crate::record::staging::Slot::head`]): the
-/// item's AES key schedule (15 16-byte round keys, zero past its last round) at 0, and its HMAC
-/// midstates (inner then outer, eight words each) after it. The kernels read the keys there,
-/// beside the data, so that a flush copies no key per item.
-pub(crate) const KEY_HEAD: u64 = AES_HEAD + 64;
-/// Bytes of the AES key schedule in a slot's head.
-const AES_HEAD: u64 = 4 * AES_SCHEDULE_WORDS as u64;
 
 /// What a task and its item share: an encoding error, and the timeline value of the flush.
 #[derive(Default)]
@@ -97,8 +71,6 @@ pub(crate) struct Item {
     pub aes: SmallVec<[AesPart; 1]>,
     pub hashes: SmallVec<[HashPart; 1]>,
     pub state: Arc<ItemState>,
-    /// [`Item::prepare`] ran: the keys are in the slot's head and the rows are set.
-    prepared: bool,
 }
 
 impl Item {
@@ -109,68 +81,7 @@ impl Item {
             aes: SmallVec::new(),
             hashes: SmallVec::new(),
             state: Arc::new(ItemState::default()),
-            prepared: false,
         }
-    }
-
-    /// Writes the item's keys into its slot's head and its kernel table rows into its parts,
-    /// in the calling task, so that the flush only gathers the rows (the flush runs on one
-    /// thread for every task's items; this runs on each task's own). An item has at most one
-    /// AES key and one HMAC key (every part that has one shares it). Called once its parts
-    /// are set, before it is handed to a batch.
-    pub fn prepare(&mut self) -> Result<()> {
-        let head = self.slot.head_offset();
-        if self.slot.head < KEY_HEAD {
-            return Err(Error::InvalidArgument("a crypto item's slot has no room for its keys".into()));
-        }
-        let aes_key = self.aes.first().map(|p| p.key.clone());
-        let mac_key = self.mac_first.iter().chain(&self.hashes).find_map(|p| p.key.clone());
-        let same_aes = |p: &AesPart| aes_key.as_ref().is_some_and(|k| Arc::ptr_eq(k, &p.key));
-        let same_mac =
-            |p: &HashPart| p.key.as_ref().is_none_or(|k| mac_key.as_ref().is_some_and(|m| Arc::ptr_eq(k, m)));
-        if !self.aes.iter().all(same_aes) || !self.mac_first.iter().chain(&self.hashes).all(same_mac) {
-            return Err(Error::InvalidArgument("a crypto item with more than one key of a kind".into()));
-        }
-        if let Some(key) = &aes_key {
-            let mut words = [0u32; AES_SCHEDULE_WORDS];
-            words[..key.schedule.len()].copy_from_slice(&key.schedule);
-            self.slot.write_head(0, bytemuck::cast_slice(&words))?;
-        }
-        if let Some(key) = &mac_key {
-            let mut words = [0u32; 16];
-            words[..8].copy_from_slice(&key.inner);
-            words[8..].copy_from_slice(&key.outer);
-            self.slot.write_head(AES_HEAD, bytemuck::cast_slice(&words))?;
-        }
-        let key_block = to_u32(head / 16, "AES key offset in a staging chunk")?;
-        if key_block >= 1 << 24 {
-            return Err(Error::TooLarge {
-                what: "AES key offset in a staging chunk",
-                requested: head,
-                limit: 16 << 24,
-            });
-        }
-        let mac_word = to_u32((head + AES_HEAD) / 4, "HMAC key offset in a staging chunk")?;
-        let offset = self.slot.offset;
-        for p in &mut self.aes {
-            p.row = [
-                0,
-                to_u32((offset + p.at) / 16, "AES data offset in a staging chunk")?,
-                to_u32(p.len.div_ceil(16), "AES range")?,
-                (key_block << 8) | p.key.rounds,
-            ];
-            p.ctr = host::ctr_words(&p.counter);
-        }
-        for p in self.mac_first.iter_mut().chain(&mut self.hashes) {
-            p.row = [
-                to_u32(offset + p.at, "message offset in a staging chunk")?,
-                to_u32(p.len, "message")?,
-                if p.key.is_some() { mac_word } else { u32::MAX },
-                to_u32((offset + p.digest_at) / 4, "digest offset in a staging chunk")?,
-            ];
-        }
-        self.prepared = true;
-        Ok(())
     }
 
     /// The caller's side of the item.
@@ -325,9 +236,7 @@ impl Ticket {
         if self.ready().is_ok() {
             let buf = self.slot.chunk.result_buffer();
             // SAFETY: the flush completed (checked), and the slot belongs to this item alone.
-            // The head too: it holds the item's key schedules.
-            let (offset, len) = self.slot.span();
-            let _ = unsafe { buf.zero_range(offset, len) };
+            let _ = unsafe { buf.zero_range(self.slot.offset, self.slot.len) };
         }
     }
 }
@@ -459,8 +368,8 @@ impl CryptoBatch {
         table.write(&te0)?;
         let table = Arc::new(table);
         Ok(CryptoBatch {
-            arena: Arena::with_head(device, KEY_HEAD),
-            staged: Arena::with_head(device, KEY_HEAD),
+            arena: Arena::new(device),
+            staged: Arena::new(device),
             aes: Kernel::new(device, aes)?,
             hash: Kernel::new(device, &kernels::SHA256_MULTI)?,
             table,
@@ -476,8 +385,8 @@ impl CryptoBatch {
     /// The same kernels with other dispatch limits (tests), and an arena of its own.
     pub fn reconfigured(&self, max_groups: u32, window: u32, offload: OffloadRule) -> Self {
         CryptoBatch {
-            arena: Arena::with_head(self.table.device(), KEY_HEAD),
-            staged: Arena::with_head(self.table.device(), KEY_HEAD),
+            arena: Arena::new(self.table.device()),
+            staged: Arena::new(self.table.device()),
             aes: self.aes.clone(),
             hash: self.hash.clone(),
             table: self.table.clone(),
@@ -500,8 +409,53 @@ fn table<T: bytemuck::Pod + Default>(device: &Device, rows: &[T]) -> Result<Buff
     Ok(buf)
 }
 
+/// Per-flush key tables. A key is added once per run of consecutive items that share it (the
+/// same `Arc`), not looked up in a map: with one key per connection most keys appear once per
+/// flush, and the flushing thread's time per item is what bounds a front that feeds it from
+/// many threads (on an H200's host a map and a copy of each schedule cost about 1.5 µs per
+/// item in all). A key used by items far apart is simply in the table twice.
+#[derive(Default)]
+struct Keys {
+    aes: Vec<u32>,
+    last_aes: Option<(usize, u32)>,
+    mac: Vec<u32>,
+    last_mac: Option<(usize, u32)>,
+}
+
 /// Words per AES key schedule in the table (AES-256's 60; shorter schedules are padded).
 const AES_SCHEDULE_WORDS: usize = 60;
+
+impl Keys {
+    fn aes(&mut self, key: &Arc<AesKey>) -> u32 {
+        let ptr = Arc::as_ptr(key) as usize;
+        match self.last_aes {
+            Some((p, k)) if p == ptr => k,
+            _ => {
+                let k = (self.aes.len() / AES_SCHEDULE_WORDS) as u32;
+                let at = self.aes.len();
+                self.aes.extend_from_slice(&key.schedule);
+                self.aes.resize(at + AES_SCHEDULE_WORDS, 0);
+                self.last_aes = Some((ptr, k));
+                k
+            }
+        }
+    }
+
+    fn mac(&mut self, key: &Option<Arc<HmacKey>>) -> u32 {
+        let Some(key) = key else { return u32::MAX };
+        let ptr = Arc::as_ptr(key) as usize;
+        match self.last_mac {
+            Some((p, k)) if p == ptr => k,
+            _ => {
+                let k = (self.mac.len() / 16) as u32;
+                self.mac.extend_from_slice(&key.inner);
+                self.mac.extend_from_slice(&key.outer);
+                self.last_mac = Some((ptr, k));
+                k
+            }
+        }
+    }
+}
 
 /// One chunk's rows.
 #[derive(Default)]
@@ -520,6 +474,17 @@ fn to_u32(v: u64, what: &'static str) -> Result<u32> {
     u32::try_from(v).map_err(|_| Error::TooLarge { what, requested: v, limit: u32::MAX as u64 })
 }
 
+impl Group {
+    fn hash_row(slot: &Slot, p: &HashPart, keys: &mut Keys) -> Result<[u32; 4]> {
+        Ok([
+            to_u32(slot.offset + p.at, "message offset in a staging chunk")?,
+            to_u32(p.len, "message")?,
+            keys.mac(&p.key),
+            to_u32((slot.offset + p.digest_at) / 4, "digest offset in a staging chunk")?,
+        ])
+    }
+}
+
 impl BatchKind for CryptoBatch {
     type Item = Item;
 
@@ -536,13 +501,11 @@ impl BatchKind for CryptoBatch {
             return Ok(());
         }
         let completion = enc.completion();
+        let mut keys = Keys { aes: Vec::with_capacity(items.len() * AES_SCHEDULE_WORDS), ..Keys::default() };
         let mut groups: Vec<(Arc<crate::record::staging::StagingBlock>, Group)> = Vec::new();
         let mut group_ix: IdMap<usize, usize> = IdMap::default();
         let mut last: Option<(usize, usize)> = None;
         for it in items.iter() {
-            if !it.prepared {
-                return Err(Error::InvalidArgument("a crypto item handed to a flush unprepared".into()));
-            }
             let _ = it.state.value.set(completion.clone());
             let slot = &it.slot;
             let ptr = Arc::as_ptr(&slot.chunk) as usize;
@@ -557,32 +520,39 @@ impl BatchKind for CryptoBatch {
             last = Some((ptr, g));
             let group = &mut groups[g].1;
             for p in &it.mac_first {
-                group.mac_first.push(p.row);
+                group.mac_first.push(Group::hash_row(slot, p, &mut keys)?);
                 group.mac_first_max = group.mac_first_max.max(p.len);
             }
             for p in &it.aes {
                 if p.len == 0 {
                     continue;
                 }
-                let mut row = p.row;
-                row[0] = to_u32(group.aes_blocks, "AES blocks in one flush")?;
-                group.aes.push(row);
-                group.aes.push(p.ctr);
-                group.aes_blocks += u64::from(row[2]);
+                let blocks = p.len.div_ceil(16);
+                let k = keys.aes(&p.key);
+                let c = host::ctr_words(&p.counter);
+                group.aes.push([
+                    to_u32(group.aes_blocks, "AES blocks in one flush")?,
+                    to_u32((slot.offset + p.at) / 16, "AES data offset in a staging chunk")?,
+                    to_u32(blocks, "AES range")?,
+                    (k << 8) | p.key.rounds,
+                ]);
+                group.aes.push(c);
+                group.aes_blocks += blocks;
             }
             for p in &it.hashes {
-                group.hashes.push(p.row);
+                group.hashes.push(Group::hash_row(slot, p, &mut keys)?);
                 group.hashes_max = group.hashes_max.max(p.len);
             }
             if slot.chunk.home.is_some() {
-                group.home.push(slot.span());
+                group.home.push((slot.offset, slot.len));
             }
         }
         let device = enc.device().clone();
+        let aes_keys = if keys.aes.is_empty() { None } else { Some(table(&device, &keys.aes)?) };
+        let mac_keys = table(&device, &keys.mac)?;
         for (chunk, mut group) in groups {
             let data = Arg { buffer: chunk.work.clone(), kind: crate::BindingKind::Storage };
-            // On a discrete GPU: the inputs (and the keys in the slots' heads) from the host
-            // side, then the same ranges back.
+            // On a discrete GPU: the inputs from the host side, then the same ranges back.
             let mut ranges: Vec<(u64, u64, u64)> = Vec::with_capacity(group.home.len());
             if let Some(home) = &chunk.home {
                 group.home.sort_unstable();
@@ -594,19 +564,18 @@ impl BatchKind for CryptoBatch {
                 }
                 enc.copy_ranges(home, &chunk.work, &ranges)?;
             }
-            self.hashes(enc, &data, &group.mac_first, group.mac_first_max)?;
-            if !group.aes.is_empty() {
+            self.hashes(enc, &mac_keys, &data, &group.mac_first, group.mac_first_max)?;
+            if let (false, Some(aes_keys)) = (group.aes.is_empty(), &aes_keys) {
                 let records = table(&device, &group.aes)?;
                 let nrecords = to_u32(group.aes.len() as u64 / 2, "AES ranges in one flush")?;
                 let total = to_u32(group.aes_blocks, "AES blocks in one flush")?;
-                // The keys are read from the slots' heads, in the data's own buffer.
-                let args = [Arg::uniform(&*self.table), data.clone(), Arg::storage(&records), data.clone()];
+                let args = [Arg::uniform(&*self.table), Arg::storage(aes_keys), Arg::storage(&records), data.clone()];
                 for (base, groups) in host::dispatches(total, host::LOCAL_SIZE, self.max_groups) {
                     let push = [nrecords, total, base];
                     enc.dispatch(&self.aes, [groups, 1, 1], &args, bytemuck::cast_slice(&push))?;
                 }
             }
-            self.hashes(enc, &data, &group.hashes, group.hashes_max)?;
+            self.hashes(enc, &mac_keys, &data, &group.hashes, group.hashes_max)?;
             if let Some(home) = &chunk.home {
                 enc.copy_ranges(&chunk.work, home, &ranges)?;
             }
@@ -628,15 +597,21 @@ impl BatchKind for CryptoBatch {
 
 impl CryptoBatch {
     /// One SHA-256/HMAC pass over `rows` (one dispatch per window of the longest message).
-    fn hashes(&self, enc: &mut Encoder<'_>, data: &Arg, rows: &[[u32; 4]], max_len: u64) -> Result<()> {
+    fn hashes(
+        &self,
+        enc: &mut Encoder<'_>,
+        mac_keys: &Buffer<u32>,
+        data: &Arg,
+        rows: &[[u32; 4]],
+        max_len: u64,
+    ) -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
         let device = enc.device().clone();
         let index = table(&device, rows)?;
         let n = to_u32(rows.len() as u64, "messages in one flush")?;
-        // The HMAC midstates are read from the slots' heads, in the data's own buffer.
-        let args = [data.clone(), Arg::storage(&index), data.clone(), data.clone()];
+        let args = [Arg::storage(mac_keys), Arg::storage(&index), data.clone(), data.clone()];
         for begin in host::block_windows(max_len as usize, self.window) {
             for (base, groups) in host::dispatches(n, kernels::sha256_multi::LOCAL_SIZE[0], self.max_groups) {
                 let push = [n, base, begin, self.window];

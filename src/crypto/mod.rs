@@ -393,9 +393,8 @@ impl Crypto {
         slot.zero(data.len() as u64, slot.len - data.len() as u64)?;
         let mut item = Item::new(slot);
         if let Some(key) = key {
-            item.aes.push(AesPart::new(0, data.len() as u64, key.clone(), *counter));
+            item.aes.push(AesPart { at: 0, len: data.len() as u64, key: key.clone(), counter: *counter });
         }
-        item.prepare()?;
         let ticket = item.ticket();
         rec.batch(&self.batch, item)?;
         Ok(ticket)
@@ -469,12 +468,11 @@ impl Crypto {
         for (i, m) in messages.iter().enumerate() {
             let m = m.as_ref();
             let digest_at = digests_at + 32 * i as u64;
-            item.hashes.push(HashPart::new(at, m.len() as u64, digest_at, key.cloned()));
+            item.hashes.push(HashPart { at, len: m.len() as u64, digest_at, key: key.cloned() });
             at += m.len() as u64;
         }
         // The tail of the last message's word is read (never hashed): keep it defined.
         item.slot.zero(at, digests_at - at)?;
-        item.prepare()?;
         let ticket = item.ticket();
         rec.batch(&self.batch, item)?;
         Ok((ticket, digests_at, messages.len()))
@@ -520,16 +518,15 @@ impl Crypto {
             }
         }
         let mac_key = Arc::new(mac_key.clone());
-        item.aes.push(AesPart::new(0, stream_len, Arc::new(aes_key.clone()), *iv));
+        item.aes.push(AesPart { at: 0, len: stream_len, key: Arc::new(aes_key.clone()), counter: *iv });
         for (i, r) in ranges.iter().enumerate() {
-            item.hashes.push(HashPart::new(
-                r.start as u64,
-                r.len() as u64,
-                macs_at + 32 * i as u64,
-                Some(mac_key.clone()),
-            ));
+            item.hashes.push(HashPart {
+                at: r.start as u64,
+                len: r.len() as u64,
+                digest_at: macs_at + 32 * i as u64,
+                key: Some(mac_key.clone()),
+            });
         }
-        item.prepare()?;
         let ticket = item.ticket();
         rec.batch(&self.batch, item)?;
         Ok(PendingEncryptThenMac { ticket: Some(ticket), macs_at, ranges, iv: *iv })

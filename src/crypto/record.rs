@@ -145,14 +145,13 @@ fn record_item(slot: Slot, keys: &RecordKeys, seq: u64, len: u64, mac_first: boo
     slot.write(0, &nonce)?;
     slot.zero(16 + len, tag_at - 16 - len)?;
     let mut item = Item::new(slot);
-    let mac = HashPart::new(0, 16 + len, tag_at, Some(keys.mac.clone()));
+    let mac = HashPart { at: 0, len: 16 + len, digest_at: tag_at, key: Some(keys.mac.clone()) };
     if mac_first {
         item.mac_first.push(mac);
     } else {
         item.hashes.push(mac);
     }
-    item.aes.push(AesPart::new(16, len, keys.aes.clone(), nonce));
-    item.prepare()?;
+    item.aes.push(AesPart { at: 16, len, key: keys.aes.clone(), counter: nonce });
     Ok(item)
 }
 

@@ -339,7 +339,7 @@ impl Backend for VulkanBackend {
         job.submit_ns = job.trace.as_ref().map(|t| t.stamp());
         let submitted = {
             let _span = tracing::debug_span!("vkasync.submit").entered();
-            job.device.submit_ordered(&[cb], rec)
+            job.device.submit(&[cb])
         };
         if let Some(t) = &job.trace {
             t.span(HostKind::Submit, started, &[]);
@@ -347,6 +347,7 @@ impl Backend for VulkanBackend {
         match submitted {
             Ok(value) => {
                 pool.release(cb, Some(value));
+                rec.mark_submitted(value);
                 job.submitted = Some(value);
                 Ok(FlushInfo {
                     value,

@@ -98,9 +98,10 @@ impl CommandList {
         let cb = pool.begin(device.raw(), completed)?;
         self.rec.encode(cb, None);
         pool.end(device.raw(), cb)?;
-        match device.submit_ordered(&[cb], &mut self.rec) {
+        match device.submit(&[cb]) {
             Ok(value) => {
                 pool.release(cb, Some(value));
+                self.rec.mark_submitted(value);
                 Ok(value)
             }
             Err(e) => {

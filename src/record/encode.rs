@@ -322,7 +322,6 @@ impl Recording {
             w.barrier(any_phase, any_access);
         }
         if !fills.is_empty() {
-            self.filled.extend(fills.iter().cloned());
             w.clears(&mut fills);
             if !self.ops.is_empty() {
                 w.barrier((vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE), any_access);

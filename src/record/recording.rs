@@ -57,15 +57,6 @@ impl Op {
     }
 }
 
-impl crate::vk::lanes::Ordered for Recording {
-    fn after(&self, _submitted: u64) -> u64 {
-        Recording::after(self)
-    }
-    fn submitted(&mut self, value: u64) {
-        self.mark_submitted(value);
-    }
-}
-
 /// A list of recorded ops and the resources they keep alive.
 ///
 /// While an op is recorded but not submitted, each buffer it uses counts it in
@@ -88,8 +79,6 @@ pub(crate) struct Recording {
     completion: Option<Arc<std::sync::atomic::AtomicU64>>,
     /// Fresh buffers whose clear `encode` took (see "Clearing new buffers").
     pub(super) cleared: Vec<Arc<RawBuffer>>,
-    /// Buffers the encoded commands clear (`vkCmdFillBuffer`): written by this recording.
-    pub(super) filled: Vec<Arc<RawBuffer>>,
     /// Buffers the encoded commands use besides the ops' (the copy kernel's region tables),
     /// held until the recording is dropped, after its submission completed.
     pub(super) held: Vec<Arc<RawBuffer>>,
@@ -195,7 +184,6 @@ impl Recording {
             batch_items: 0,
             completion: None,
             cleared: Vec::new(),
-            filled: Vec::new(),
             held: Vec::new(),
             submitted: false,
             spans: None,
@@ -260,26 +248,14 @@ impl Recording {
 
     /// Records that the ops were submitted with timeline value `value`.
     pub fn mark_submitted(&mut self, value: u64) {
-        let mark = |b: &Arc<RawBuffer>, write: bool| {
+        let mark = |b: &Arc<RawBuffer>| {
             b.last_use.fetch_max(value, Ordering::SeqCst);
-            if write {
-                b.last_write.fetch_max(value, Ordering::SeqCst);
-            }
+            b.pending.fetch_sub(1, Ordering::SeqCst);
         };
         for op in &self.ops {
-            op.for_each_buffer(|b, write| {
-                mark(b, write);
-                b.pending.fetch_sub(1, Ordering::SeqCst);
-            });
+            op.for_each_buffer(|b, _| mark(b));
         }
-        for b in &self.host_reads {
-            // A host read's buffer may be cleared by this submission (counted as a write).
-            mark(b, true);
-            b.pending.fetch_sub(1, Ordering::SeqCst);
-        }
-        for b in self.filled.drain(..) {
-            mark(&b, true);
-        }
+        self.host_reads.iter().for_each(mark);
         for b in self.cleared.drain(..) {
             b.clear_submitted();
         }
@@ -287,25 +263,6 @@ impl Recording {
             c.store(value, Ordering::Release);
         }
         self.submitted = true;
-    }
-
-    /// The last submission this recording's commands must wait for when they may run on another
-    /// queue (see [`crate::vk::lanes`]): the last writer of every buffer they read, and the last
-    /// user of every buffer they write.
-    fn after(&self) -> u64 {
-        let mut after = 0;
-        let mut see = |b: &Arc<RawBuffer>, write: bool| {
-            if b.slotted.load(Ordering::Relaxed) {
-                return;
-            }
-            let v = if write { &b.last_use } else { &b.last_write };
-            after = after.max(v.load(Ordering::SeqCst));
-        };
-        for op in &self.ops {
-            op.for_each_buffer(&mut see);
-        }
-        self.host_reads.iter().chain(&self.filled).for_each(|b| see(b, true));
-        after
     }
 
     /// With GPU spans: for each op, the index in `owners` of the context that recorded it

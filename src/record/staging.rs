@@ -122,8 +122,6 @@ struct State {
 /// Mapped staging memory, bump-allocated into [`Slot`]s (see the module docs).
 pub(crate) struct Arena {
     device: Device,
-    /// Bytes each slot keeps in front of its range for its item's own use (see [`Slot::head`]).
-    head: u64,
     chunk_bytes: u64,
     /// The most one slot may hold: what one dispatch can bind.
     max_slot: u64,
@@ -141,13 +139,8 @@ impl std::fmt::Debug for Arena {
 #[derive(Clone)]
 pub(crate) struct Slot {
     pub chunk: Arc<StagingBlock>,
-    /// Where the slot's range starts in the block.
     pub offset: u64,
     pub len: u64,
-    /// Bytes just before `offset` that belong to the slot too: its item writes there what its
-    /// kernels read beside the data (the crypto batch: the item's key schedules), so that a
-    /// flush gathers nothing per item but the item's table rows.
-    pub head: u64,
 }
 
 impl std::fmt::Debug for Slot {
@@ -157,17 +150,13 @@ impl std::fmt::Debug for Slot {
 }
 
 impl Arena {
-    /// An arena whose slots each keep `head` bytes (rounded up to [`SLOT_ALIGN`]) in front of
-    /// their range (see [`Slot::head`]).
-    pub fn with_head(device: &Device, head: u64) -> Self {
+    pub fn new(device: &Device) -> Self {
         let limits = device.limits();
-        let head = head.next_multiple_of(SLOT_ALIGN);
-        let max_block = limits.max_storage_buffer_range.min(limits.max_buffer_size) / SLOT_ALIGN * SLOT_ALIGN;
+        let max_slot = limits.max_storage_buffer_range.min(limits.max_buffer_size) / SLOT_ALIGN * SLOT_ALIGN;
         Arena {
             device: device.clone(),
-            head,
-            chunk_bytes: CHUNK_BYTES.min(max_block),
-            max_slot: max_block.saturating_sub(head),
+            chunk_bytes: CHUNK_BYTES.min(max_slot),
+            max_slot,
             state: Mutex::new(State { current: None, used: 0, spares: Vec::new() }),
         }
     }
@@ -188,17 +177,11 @@ impl Arena {
         if !StagingBlock::host_side(&work, &home).is_mapped() {
             return Err(Error::BufferUsage("the device offers no host-visible memory for staging".into()));
         }
-        // Each slot belongs to one item, and is reserved again only once its work completed (a
-        // staged record refuses reuse until then): submissions never order on a block.
-        for b in std::iter::once(&work).chain(&home) {
-            b.slotted.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
         Ok(Arc::new(StagingBlock { work, home }))
     }
 
-    /// Reserves `len` bytes (rounded up to [`SLOT_ALIGN`]) after the arena's head. A slot
-    /// larger than the chunk size gets a chunk of its own; one larger than [`Arena::max_slot`]
-    /// is [`Error::TooLarge`].
+    /// Reserves `len` bytes (rounded up to [`SLOT_ALIGN`]). A slot larger than the chunk size
+    /// gets a chunk of its own; one larger than [`Arena::max_slot`] is [`Error::TooLarge`].
     pub fn reserve(&self, len: u64) -> Result<Slot> {
         let len = len.max(1).next_multiple_of(SLOT_ALIGN);
         if len > self.max_slot {
@@ -208,17 +191,15 @@ impl Arena {
                 limit: self.max_slot,
             });
         }
-        let head = self.head;
-        let span = head + len;
-        if span > self.chunk_bytes {
-            return Ok(Slot { chunk: self.new_chunk(span)?, offset: head, len, head });
+        if len > self.chunk_bytes {
+            return Ok(Slot { chunk: self.new_chunk(len)?, offset: 0, len });
         }
         let mut st = crate::util::lock(&self.state);
-        if st.current.is_some() && st.used + span <= self.chunk_bytes {
-            let offset = st.used + head;
-            st.used += span;
+        if st.current.is_some() && st.used + len <= self.chunk_bytes {
+            let offset = st.used;
+            st.used += len;
             let chunk = st.current.clone().expect("checked");
-            return Ok(Slot { chunk, offset, len, head });
+            return Ok(Slot { chunk, offset, len });
         }
         // The current chunk is full: keep it for reuse, take an idle spare or a new chunk.
         if let Some(full) = st.current.take() {
@@ -235,31 +216,12 @@ impl Arena {
             }
         };
         st.current = Some(chunk.clone());
-        st.used = span;
-        Ok(Slot { chunk, offset: head, len, head })
+        st.used = len;
+        Ok(Slot { chunk, offset: 0, len })
     }
 }
 
 impl Slot {
-    /// Where the slot's head starts in the block.
-    pub fn head_offset(&self) -> u64 {
-        self.offset - self.head
-    }
-
-    /// The block range the slot's item uses, head included: `(offset, len)`.
-    pub fn span(&self) -> (u64, u64) {
-        (self.head_offset(), self.head + self.len)
-    }
-
-    /// Writes `bytes` at `at` within the slot's head.
-    pub fn write_head(&self, at: u64, bytes: &[u8]) -> Result<()> {
-        if at.checked_add(bytes.len() as u64).is_none_or(|e| e > self.head) {
-            return Err(Error::SizeMismatch { what: "range of a staging slot's head", expected: self.head, got: at });
-        }
-        // SAFETY: as in `write`: the head is this slot's too.
-        unsafe { self.chunk.result_buffer().write_range(self.head_offset() + at, bytes) }
-    }
-
     /// Writes `bytes` at `at` within the slot.
     pub fn write(&self, at: u64, bytes: &[u8]) -> Result<()> {
         self.check(at, bytes.len() as u64)?;

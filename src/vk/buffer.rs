@@ -39,7 +39,7 @@ use crate::vk::pool::{Chunk, Pool};
 use ash::vk;
 use bytemuck::Pod;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Whether a buffer's contents are defined yet (the lazy zero-initialisation's state; see the
@@ -89,13 +89,6 @@ pub(crate) struct RawBuffer {
     pub pending: AtomicUsize,
     /// The highest timeline value of a submission that used this buffer.
     pub last_use: AtomicU64,
-    /// The highest timeline value of a submission that wrote it (a lane's submission that only
-    /// reads it waits for this one only; see [`crate::vk::lanes`]).
-    pub last_write: AtomicU64,
-    /// Submissions in flight use disjoint ranges of it, each handed to one user until that
-    /// user's work completed (the slots of a staging block, see `record::staging`): they need no
-    /// order between them on this buffer, whichever lane runs them.
-    pub slotted: AtomicBool,
     /// Dropped right after the memory goes back to the pool (a queue's memory-bound lease).
     pub attachment: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
     /// An [`Init`]: whether the contents still need clearing.
@@ -145,8 +138,6 @@ impl RawBuffer {
             id: device.next_id(),
             pending: AtomicUsize::new(0),
             last_use: AtomicU64::new(0),
-            last_write: AtomicU64::new(0),
-            slotted: AtomicBool::new(false),
             attachment: std::sync::OnceLock::new(),
             init: AtomicU8::new(if zeroed { Init::Fresh } else { Init::Defined } as u8),
             clear_len,

@@ -11,7 +11,6 @@
 
 use crate::error::{map_alloc, map_oom, map_oom_and_lost, Error, Result};
 use crate::vk::instance::{self, AdapterInfo, DeviceSelector, InstanceShared};
-use crate::vk::lanes::{AfterAll, Lanes, Ordered};
 use crate::vk::spirv_caps::EnabledFeatures;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
@@ -88,7 +87,6 @@ pub struct DeviceBuilder {
     stage_always: bool,
     robust: Option<bool>,
     compute_copies: Option<bool>,
-    queues: Option<u32>,
 }
 
 impl DeviceBuilder {
@@ -145,18 +143,6 @@ impl DeviceBuilder {
         self
     }
 
-    /// Spreads submissions over `n` queues of the device's queue family (1, the default, keeps
-    /// one queue; `VKASYNC_QUEUES` sets it where this is not called). Each flush then goes to
-    /// the next queue, and waits only for earlier flushes that wrote what it reads or used what
-    /// it writes, so that one flush's kernels can run beside the next flush's copies; the
-    /// runtime still waits on one timeline value (see [`Device::queues`]). Where the family
-    /// offers fewer queues, the lanes share them (on lavapipe, which has one, the protocol is
-    /// kept but nothing overlaps). `n` must be 1 to 64 ([`Error::InvalidArgument`]).
-    pub fn queues(mut self, n: u32) -> Self {
-        self.queues = Some(n);
-        self
-    }
-
     /// Loads the Vulkan loader from this path instead of the system's `libvulkan.so.1` /
     /// `vulkan-1.dll`.
     pub fn loader_path(mut self, path: impl Into<std::path::PathBuf>) -> Self {
@@ -179,38 +165,11 @@ impl DeviceBuilder {
         let robust = self.robust.unwrap_or_else(|| std::env::var("VKASYNC_ROBUST").map_or(true, |v| v.trim() != "0"));
         let copies =
             self.compute_copies.or_else(|| std::env::var("VKASYNC_COMPUTE_COPIES").ok().map(|v| v.trim() != "0"));
-        let queues = match self.queues {
-            Some(n) => n,
-            None => match std::env::var("VKASYNC_QUEUES") {
-                Ok(v) if !v.trim().is_empty() => v
-                    .trim()
-                    .parse()
-                    .map_err(|_| Error::InvalidArgument(format!("VKASYNC_QUEUES={v:?} is not a number of queues")))?,
-                _ => 1,
-            },
-        };
-        if !(1..=MAX_LANES).contains(&queues) {
-            return Err(Error::InvalidArgument(format!("{queues} queues asked for; 1 to {MAX_LANES} are allowed")));
-        }
-        let opts = OpenOptions { stage_always: self.stage_always, robust, compute_copies: copies, lanes: queues };
-        Device::open(validation, &selector, self.loader.as_deref(), opts)
+        Device::open(validation, &selector, self.loader.as_deref(), self.stage_always, robust, copies)
     }
 }
 
-/// The most lanes [`DeviceBuilder::queues`] accepts.
-const MAX_LANES: u32 = 64;
-
-/// What `Device::open` is asked for beyond the device's choice.
-#[derive(Clone, Copy)]
-struct OpenOptions {
-    stage_always: bool,
-    robust: bool,
-    compute_copies: Option<bool>,
-    /// Lanes submissions rotate over (see [`crate::vk::lanes`]).
-    lanes: u32,
-}
-
-/// A Vulkan device with its compute queue (or queues, see [`DeviceBuilder::queues`]) and its timeline semaphore. Cheap to clone (shared).
+/// A Vulkan device with one compute queue and its timeline semaphore. Cheap to clone (shared).
 ///
 /// ```no_run
 /// let device = vkasync::Device::new()?;
@@ -247,8 +206,7 @@ pub(crate) struct DeviceShared {
     /// `VK_EXT_calibrated_timestamps`, when enabled (device and CLOCK_MONOTONIC domains).
     pub(super) calibrated: Option<ash::ext::calibrated_timestamps::Device>,
     pub(super) queue_family: u32,
-    /// The queues and lanes; the lock orders every submission (see [`crate::vk::lanes`]).
-    queue: Mutex<Lanes>,
+    queue: Mutex<vk::Queue>,
     pub(super) timeline: vk::Semaphore,
     /// The last timeline value handed out (by a successful submit).
     submitted: AtomicU64,
@@ -301,42 +259,31 @@ impl Device {
         validation: bool,
         selector: &DeviceSelector,
         loader: Option<&std::path::Path>,
-        opts: OpenOptions,
+        stage_always: bool,
+        robust: bool,
+        compute_copies: Option<bool>,
     ) -> Result<Self> {
         let inst = instance::create_instance(validation, loader)?;
         let list = instance::enumerate(&inst.instance)?;
         let (physical, info) = selector.pick(&list)?.clone();
         let instance = &inst.instance;
-        let plan = DevicePlan::choose(&inst, physical, &info, &opts)?;
+        let plan = DevicePlan::choose(&inst, physical, &info, stage_always, robust, compute_copies)?;
         let device = create_logical_device(instance, physical, &info, &plan)?;
         // From here on, `guard` destroys the device if a later step fails.
         let guard = DestroyDevice(Some(device.clone()));
-        let mut lanes = Lanes::new(&device, plan.family, plan.queues, opts.lanes)?;
-        let timeline = match create_timeline(&device) {
-            Ok(t) => t,
-            Err(e) => {
-                lanes.destroy(&device);
-                return Err(e);
-            }
-        };
-        let allocator = match create_allocator(instance, &device, physical, plan.bda, timeline) {
-            Ok(a) => a,
-            Err(e) => {
-                lanes.destroy(&device);
-                return Err(e);
-            }
-        };
+        // SAFETY: the family and index 0 were requested at creation.
+        let queue = unsafe { device.get_device_queue(plan.family, 0) };
+        let timeline = create_timeline(&device)?;
+        let allocator = create_allocator(instance, &device, physical, plan.bda, timeline)?;
         let push_descriptor = ash::khr::push_descriptor::Device::new(instance, &device);
         let calibrated = plan.has_calibrated.then(|| ash::ext::calibrated_timestamps::Device::new(instance, &device));
         std::mem::forget(guard);
         let (family, unified_memory, robust) = (plan.family, plan.unified_memory, plan.robust);
         log::info!(
-            "vkasync: opened {} (queue family {family}, {} lane(s) on {} queue(s), unified memory: {unified_memory}, robust access: {robust:?})",
-            info.name,
-            lanes.count(),
-            lanes.queue_count(),
+            "vkasync: opened {} (queue family {family}, unified memory: {unified_memory}, robust access: {robust:?})",
+            info.name
         );
-        let handles = DeviceHandles { device, push_descriptor, calibrated, lanes, timeline, allocator };
+        let handles = DeviceHandles { device, push_descriptor, calibrated, queue, timeline, allocator };
         Ok(Device { shared: Arc::new(DeviceShared::assemble(inst, info, plan, handles)) })
     }
 
@@ -383,13 +330,6 @@ impl Device {
     /// The queue family in use.
     pub fn queue_family(&self) -> u32 {
         self.shared.queue_family
-    }
-
-    /// `(lanes, queues)`: how many lanes submissions rotate over ([`DeviceBuilder::queues`])
-    /// and how many distinct queues of the family they use.
-    pub fn queues(&self) -> (usize, usize) {
-        let lanes = crate::util::lock(&self.shared.queue);
-        (lanes.count(), lanes.queue_count())
     }
 
     /// Errors and warnings the validation layer has reported so far (0 without validation).
@@ -477,7 +417,7 @@ impl Device {
     /// valid to submit, and everything they use must stay alive and untouched by the host until
     /// the returned value is reached.
     pub unsafe fn submit_raw(&self, command_buffers: &[vk::CommandBuffer]) -> Result<u64> {
-        self.shared.submit(command_buffers, &mut AfterAll)
+        self.shared.submit(command_buffers)
     }
 
     /// The last counter value read (no call into the driver).
@@ -530,25 +470,9 @@ impl Device {
     }
 
     /// Submits command buffers in one `vkQueueSubmit` that signals the next timeline value, and
-    /// returns that value. The value is handed out only if the submit succeeded. With several
-    /// lanes the work waits for every earlier submission.
+    /// returns that value. The value is handed out only if the submit succeeded.
     pub(crate) fn submit(&self, command_buffers: &[vk::CommandBuffer]) -> Result<u64> {
-        self.shared.submit(command_buffers, &mut AfterAll)
-    }
-
-    /// As [`Device::submit`], ordered after earlier work as `order` says (see
-    /// [`crate::vk::lanes`]); `order` is told the value before the submit lock is released.
-    pub(crate) fn submit_ordered(&self, command_buffers: &[vk::CommandBuffer], order: &mut dyn Ordered) -> Result<u64> {
-        self.shared.submit(command_buffers, order)
-    }
-
-    /// With several lanes ([`DeviceBuilder::queues`]): how many submissions depended on an
-    /// earlier one (it wrote what they read, or used what they write), and how many of those
-    /// had to wait for it on the GPU (it was not known complete when they were submitted).
-    #[doc(hidden)]
-    pub fn debug_lane_orders(&self) -> (u64, u64) {
-        let lanes = crate::util::lock(&self.shared.queue);
-        (lanes.ordered, lanes.waited)
+        self.shared.submit(command_buffers)
     }
 
     /// Makes the device behave as lost from now on, as if the driver had answered the next
@@ -672,18 +596,23 @@ impl DeviceShared {
         }
     }
 
-    /// Submits `command_buffers` as the timeline's next value, ordered after earlier work as
-    /// `order` says (see [`crate::vk::lanes`]), and returns the value, handed out only if the
-    /// submit succeeded.
-    pub(crate) fn submit(&self, command_buffers: &[vk::CommandBuffer], order: &mut dyn Ordered) -> Result<u64> {
+    pub(crate) fn submit(&self, command_buffers: &[vk::CommandBuffer]) -> Result<u64> {
         self.check_lost()?;
-        let mut lanes = crate::util::lock(&self.queue);
+        let queue = crate::util::lock(&self.queue);
         let value = self.submitted.load(Ordering::SeqCst) + 1;
-        lanes
-            .submit(&self.device, self.timeline, value, self.cached_completed(), command_buffers, order)
+        let signal_values = [value];
+        let signals = [self.timeline];
+        let mut timeline_info = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&signal_values);
+        let submit = [vk::SubmitInfo::default()
+            .command_buffers(command_buffers)
+            .signal_semaphores(&signals)
+            .push_next(&mut timeline_info)];
+        // SAFETY: the queue is externally synchronised by the lock held; the command buffers are
+        // fully recorded and not pending elsewhere (their owners recycle them only after their
+        // value is reached); `value` is greater than every value signalled before.
+        unsafe { self.device.queue_submit(*queue, &submit, vk::Fence::null()) }
             .map_err(|e| self.note(map_oom_and_lost("vkQueueSubmit")(e)))?;
         self.submitted.store(value, Ordering::SeqCst);
-        order.submitted(value);
         Ok(value)
     }
 }
@@ -718,7 +647,6 @@ impl Drop for DeviceShared {
                 pool.destroy_all(self, &mut alloc);
             }
             ManuallyDrop::drop(&mut self.allocator);
-            self.queue.get_mut().unwrap_or_else(|p| p.into_inner()).destroy(&self.device);
             self.device.destroy_semaphore(self.timeline, None);
             {
                 let _serial = crate::vk::instance::lifecycle();
@@ -740,8 +668,6 @@ fn unsupported(info: &AdapterInfo, missing: &str) -> Error {
 struct DevicePlan {
     /// The queue family to use.
     family: u32,
-    /// How many queues of it to create (at most what it offers).
-    queues: u32,
     /// `VK_EXT_calibrated_timestamps` is to be enabled.
     has_calibrated: bool,
     limits: Limits,
@@ -765,12 +691,12 @@ impl DevicePlan {
         inst: &InstanceShared,
         physical: vk::PhysicalDevice,
         info: &AdapterInfo,
-        opts: &OpenOptions,
+        stage_always: bool,
+        robust: bool,
+        compute_copies: Option<bool>,
     ) -> Result<Self> {
-        let OpenOptions { stage_always, robust, compute_copies, lanes } = *opts;
         let instance = &inst.instance;
         let family = compute_family(info)?;
-        let queues = lanes.min(info.queue_families[family as usize].queue_count).max(1);
         let exts = DeviceExtensions::check(inst, physical, info)?;
         let props = PhysicalProperties::read(instance, physical, exts.robustness2);
         let memory = MemoryLayout::read(instance, physical, stage_always);
@@ -798,7 +724,6 @@ impl DevicePlan {
         let shader_features = EnabledFeatures { buffer_device_address: false, ..internal_features };
         Ok(DevicePlan {
             family,
-            queues,
             has_calibrated: exts.calibrated,
             limits: Limits { timestamps, ..device_limits(&props, memory.largest_heap) },
             unified_memory: memory.unified,
@@ -1023,14 +948,14 @@ fn features_to_enable(
     (enabled, f12)
 }
 
-/// Creates the logical device: the plan's queues of its family, its features and extensions.
+/// Creates the logical device: one queue of the plan's family, its features and extensions.
 fn create_logical_device(
     instance: &ash::Instance,
     physical: vk::PhysicalDevice,
     info: &AdapterInfo,
     plan: &DevicePlan,
 ) -> Result<ash::Device> {
-    let priorities = vec![1.0f32; plan.queues as usize];
+    let priorities = [1.0f32];
     let queue_info =
         [vk::DeviceQueueCreateInfo::default().queue_family_index(plan.family).queue_priorities(&priorities)];
     let mut ext_names = vec![ash::khr::push_descriptor::NAME.as_ptr()];
@@ -1063,8 +988,8 @@ fn create_logical_device(
     })
 }
 
-/// Creates a timeline semaphore, at 0.
-pub(super) fn create_timeline(device: &ash::Device) -> Result<vk::Semaphore> {
+/// Creates the queue's timeline semaphore, at 0.
+fn create_timeline(device: &ash::Device) -> Result<vk::Semaphore> {
     let mut type_info =
         vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
     let sem_info = vk::SemaphoreCreateInfo::default().push_next(&mut type_info);
@@ -1104,7 +1029,7 @@ struct DeviceHandles {
     device: ash::Device,
     push_descriptor: ash::khr::push_descriptor::Device,
     calibrated: Option<ash::ext::calibrated_timestamps::Device>,
-    lanes: Lanes,
+    queue: vk::Queue,
     timeline: vk::Semaphore,
     allocator: Allocator,
 }
@@ -1122,7 +1047,7 @@ impl DeviceShared {
             push_descriptor: handles.push_descriptor,
             calibrated: handles.calibrated,
             queue_family: plan.family,
-            queue: Mutex::new(handles.lanes),
+            queue: Mutex::new(handles.queue),
             timeline: handles.timeline,
             submitted: AtomicU64::new(0),
             completed: AtomicU64::new(0),

@@ -7,7 +7,6 @@ pub(crate) mod command_pool;
 pub(crate) mod device;
 pub(crate) mod instance;
 pub(crate) mod kernel;
-pub(crate) mod lanes;
 pub(crate) mod pool;
 pub(crate) mod spirv;
 pub(crate) mod spirv_caps;
