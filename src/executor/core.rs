@@ -764,13 +764,6 @@ impl<B: Backend> QueueCore<B> {
     /// Whether gathered work may be submitted now under group commit, while no executor loop
     /// runs: fewer than the pipeline depth in flight (see [`crate::QueueBuilder::pipeline_depth`]).
     fn gpu_room(&self, st: &mut State<B>, wakers: &mut Vec<Waker>) -> bool {
-        static MIN_BEHIND: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-        let min = *MIN_BEHIND
-            .get_or_init(|| std::env::var("VKASYNC_MIN_BEHIND").ok().and_then(|v| v.parse().ok()).unwrap_or(0));
-        if min > 0 && !st.in_flight.is_empty() && st.pending_waiters.len() < min {
-            // Experiment: a small group waits for an idle GPU rather than going out behind.
-            return self.room(st, 1, wakers);
-        }
         self.room(st, self.options.depth, wakers)
     }
 
