@@ -6,6 +6,7 @@
 //! the core with a simulated queue whose timeline they advance.
 
 use crate::error::Result;
+use crate::record::batch::Batches;
 use crate::record::copies::CopyKernel;
 use crate::record::recording::{Op, Recording};
 use crate::trace::{GpuSpans, HostKind, QueueTrace, TaskClock};
@@ -60,6 +61,9 @@ pub(crate) trait Backend: Send + 'static {
     fn pending_commands(&self) -> usize;
     /// A number that changes whenever something is recorded (commands and host reads).
     fn recorded_count(&self) -> usize;
+    /// Adds `n` batch items gathered in a queue's lanes (see [`super::lanes`]) to what is
+    /// recorded.
+    fn absorb_batches(&mut self, batches: Batches, n: usize);
     /// Everything recorded since the last flush, taken out of the backend to be encoded and
     /// submitted without the core's lock (see [`Backend::begin_flush`]).
     type Job: Send;
@@ -269,6 +273,10 @@ impl Backend for VulkanBackend {
 
     fn recorded_count(&self) -> usize {
         self.pending.len() + self.pending.host_reads.len()
+    }
+
+    fn absorb_batches(&mut self, batches: Batches, n: usize) {
+        self.pending.absorb_batches(batches, n);
     }
 
     type Job = FlushJob;

@@ -289,8 +289,27 @@ impl Ctx {
                 Some(w) => Pin::new(w).poll(cx),
                 None => {
                     let item = item.take().expect("the first poll records");
-                    let ((), w, poll) =
-                        self.shared.record_and_wait(&self.state, ctx, |b| b.pending.push_batch(kind, item), cx)?;
+                    // Through the thread's lane while the GPU is busy (see the executor's
+                    // lanes), else under the lock (which submits at once, or refuses a kind of
+                    // another device).
+                    let same_device = kind.device().is_none_or(|d| d.same_device(&self.device));
+                    let laned = if same_device {
+                        self.shared.batch_in_lane(&self.state, ctx, kind, item, cx)
+                    } else {
+                        Err(item)
+                    };
+                    let (w, poll) = match laned {
+                        Ok(laned) => laned,
+                        Err(item) => {
+                            let ((), w, poll) = self.shared.record_and_wait(
+                                &self.state,
+                                ctx,
+                                |b| b.pending.push_batch(kind, item),
+                                cx,
+                            )?;
+                            (w, poll)
+                        }
+                    };
                     wait = Some(w);
                     poll
                 }

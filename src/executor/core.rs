@@ -9,10 +9,12 @@
 
 use super::backend::{Backend, FlushInfo, Waiter};
 use super::budget::MemoryBudget;
+use super::lanes::Lanes;
 use super::seen::{Seen, SubmittedValue};
 use super::waiters::{Key, SlotState, Waiters};
 use super::{FlushPolicy, Stats, WaitPolicy};
 use crate::error::{Error, Result};
+use crate::record::batch::{BatchKind, Batches};
 use crate::trace::{HostKind, QueueTrace, TaskClock};
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
@@ -103,6 +105,10 @@ pub(crate) struct State<B> {
     pending_waiters: Vec<Key>,
     /// Waiters on submitted work, by timeline value.
     by_value: BTreeMap<u64, Vec<Key>>,
+    /// The tasks of lane items (see [`super::lanes`]) taken into the recording epoch.
+    lane_wakers: Vec<Waker>,
+    /// The tasks of lane items of submitted work, by timeline value (woken with `by_value`).
+    by_value_wakers: BTreeMap<u64, Vec<Waker>>,
     /// The last counter value read.
     completed: u64,
     /// The last value this queue submitted.
@@ -316,6 +322,18 @@ pub(crate) struct QueueCore<B> {
     as_queue: AtomicBool,
     /// Per-context GPU time is measured.
     pub timing: bool,
+    /// Coalesced items of a [`crate::Queue`]'s contexts gathered without the lock (see
+    /// [`super::lanes`]), used while `room` is false.
+    lanes: Lanes<Epoch>,
+    /// Whether the lanes may be used at all: group commit, no wait timeout (a lane's waker
+    /// carries no outcome), no per-context timing.
+    lanes_on: bool,
+    /// No flush runs and fewer submissions than the pipeline depth are in flight: gathered
+    /// work may be submitted now. Stored under the lock whenever it changes.
+    room: AtomicBool,
+    /// The queue stopped or lost its device: lane items are taken in (and failed) under the
+    /// lock by whoever adds them.
+    lanes_closed: AtomicBool,
 }
 
 impl<B: Backend> QueueCore<B> {
@@ -324,15 +342,23 @@ impl<B: Backend> QueueCore<B> {
         let waiters = Waiters::default();
         let seen = waiters.seen();
         let timing = backend.timing();
+        let epoch = Epoch::recording();
+        let lanes = Lanes::new(&epoch);
         Arc::new(QueueCore {
+            lanes,
+            lanes_on: options.flush == FlushPolicy::GroupCommit && options.timeout.is_none() && !timing,
+            room: AtomicBool::new(true),
+            lanes_closed: AtomicBool::new(false),
             trace,
             timing,
             state: Mutex::new(State {
                 backend,
-                epoch: Epoch::recording(),
+                epoch,
                 waiters,
                 pending_waiters: Vec::new(),
                 by_value: BTreeMap::new(),
+                lane_wakers: Vec::new(),
+                by_value_wakers: BTreeMap::new(),
                 completed: 0,
                 submitted: 0,
                 in_flight: VecDeque::new(),
@@ -376,7 +402,8 @@ impl<B: Backend> QueueCore<B> {
         Stats {
             tasks_spawned: g(&c.tasks_spawned),
             tasks_completed: g(&c.tasks_completed),
-            await_points: g(&c.await_points),
+            // A lane item's wait is an await point, counted by its lane.
+            await_points: g(&c.await_points) + self.lanes.added(),
             flushes: g(&c.flushes),
             submits: g(&c.submits),
             host_waits: g(&c.host_waits),
@@ -388,6 +415,7 @@ impl<B: Backend> QueueCore<B> {
             spin_ns: g(&c.spin_ns),
             flush_ns: g(&c.flush_ns),
             handed_flushes: g(&c.handed_flushes),
+            laned_items: self.lanes.added(),
             memory_peak: self.budget.as_ref().map_or(0, |b| b.peak()),
         }
     }
@@ -533,13 +561,96 @@ impl<B: Backend> QueueCore<B> {
         out
     }
 
+    /// A [`crate::Queue`]'s context adds a coalesced item and starts waiting for it (the first
+    /// poll of its wait) without the queue's lock, through the calling thread's lane (see
+    /// [`super::lanes`]). Gives the item back where the lanes do not apply: they are off, or
+    /// the GPU has room for a submission now (the caller then records under the lock, which
+    /// submits at once), or the lane is full.
+    pub fn batch_in_lane<K: BatchKind>(
+        self: &Arc<Self>,
+        state: &ContextState,
+        ctx: u64,
+        kind: &Arc<K>,
+        item: K::Item,
+        cx: &mut Context<'_>,
+    ) -> std::result::Result<(SyncFuture<B>, Poll<Result<()>>), K::Item> {
+        if !self.lanes_on || self.room.load(Ordering::SeqCst) || self.executor_running() {
+            return Err(item);
+        }
+        let epoch = self.lanes.push(kind, item, cx.waker())?;
+        *lock(&state.last) = Some(epoch.clone());
+        // Step 4 of the lanes' protocol: what the driver set before it took the lanes in.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.room.load(Ordering::SeqCst)
+            || self.driver_asleep.load(Ordering::SeqCst)
+            || self.lanes_closed.load(Ordering::SeqCst)
+        {
+            let mut wakers = Vec::new();
+            let mut st = self.lock();
+            self.absorb_lanes(&mut st, &mut wakers);
+            if st.fatal.is_none() && !st.stopped && st.backend.has_pending() {
+                if st.flushing.is_none() && st.in_flight.len() < self.options.depth {
+                    st = self.flush(st, &mut wakers);
+                } else if st.waiting.is_none() {
+                    self.notify_driver();
+                }
+            }
+            drop(st);
+            wake_all(wakers);
+        }
+        let mut wait = SyncFuture::new(self.clone(), Some(epoch), ctx);
+        wait.lane = true;
+        wait.counted = true;
+        if let Some(t) = &self.trace {
+            wait.since = Some(t.stamp());
+        }
+        // A flush on this thread may have finished the item already (on the host).
+        let poll = match wait.epoch.as_ref().and_then(|e| e.value.get()) {
+            Some(v) if self.seen.succeeded(v) => {
+                wait.lane = false;
+                wait.traced(Ok(()))
+            }
+            _ => Poll::Pending,
+        };
+        Ok((wait, poll))
+    }
+
+    /// Under the lock: takes every lane's items into the recording epoch and their wakers
+    /// beside its waiters (see [`super::lanes`]); once the queue stopped or lost its device,
+    /// the items are dropped and their tasks woken to find that out.
+    fn absorb_lanes(&self, st: &mut State<B>, wakers: &mut Vec<Waker>) {
+        if !self.lanes_on {
+            return;
+        }
+        let (mut batches, mut woken) = (Batches::default(), Vec::new());
+        let n = self.lanes.drain(&mut batches, &mut woken, None);
+        if st.fatal.is_some() || st.stopped {
+            wakers.append(&mut woken);
+            return;
+        }
+        if n > 0 {
+            st.backend.absorb_batches(batches, n);
+        }
+        st.lane_wakers.append(&mut woken);
+    }
+
+    /// Under the lock, after a flush started or ended or a submission completed: whether
+    /// gathered work may be submitted now (what a lane's user reads, see [`super::lanes`]).
+    fn update_room(&self, st: &State<B>) {
+        let room = st.flushing.is_none() && st.in_flight.len() < self.options.depth;
+        if self.room.load(Ordering::Relaxed) != room {
+            self.room.store(room, Ordering::SeqCst);
+        }
+    }
+
     /// Submits the recording epoch now (even if nobody waits for it).
     pub fn flush_now(&self) {
         let mut wakers = Vec::new();
         {
             // A flush running on another thread is waited for (it only encodes and submits),
             // so that everything recorded before this call is submitted when it returns.
-            let st = self.after_flush(self.lock());
+            let mut st = self.after_flush(self.lock());
+            self.absorb_lanes(&mut st, &mut wakers);
             if st.backend.has_pending() {
                 drop(self.flush(st, &mut wakers));
             }
@@ -630,22 +741,34 @@ impl<B: Backend> QueueCore<B> {
         // Whatever was handed to the driver goes with this flush.
         st.hand_off = false;
         loop {
-            let epoch = std::mem::replace(&mut st.epoch, Epoch::recording());
+            // The lanes' items go with this epoch, and the lanes record into the next one
+            // (see [`super::lanes`]).
+            let next = Epoch::recording();
+            let mut lane_wakers = std::mem::take(&mut st.lane_wakers);
+            let mut batches = Batches::default();
+            let laned = if self.lanes_on { self.lanes.drain(&mut batches, &mut lane_wakers, Some(&next)) } else { 0 };
+            let epoch = std::mem::replace(&mut st.epoch, next);
             let keys = std::mem::take(&mut st.pending_waiters);
             if let Some(e) = st.fatal.clone() {
+                drop(batches);
                 st.backend.abandon();
                 epoch.set(EpochStatus::Failed(e.clone()));
                 for k in keys {
                     wakers.extend(st.waiters.fire(k, Err(e.clone())));
                 }
+                wakers.append(&mut lane_wakers);
                 st.flush_again = false;
                 return st;
+            }
+            if laned > 0 {
+                st.backend.absorb_batches(batches, laned);
             }
             bump(&self.counters.flushes, 1);
             let recorded = st.backend.pending_len();
             let mut job = st.backend.begin_flush();
             st.flushing = Some(epoch.clone());
-            let waiting = keys.len() as u64;
+            self.update_room(&st);
+            let waiting = (keys.len() + lane_wakers.len()) as u64;
             st.flushing_waiters = keys;
             drop(st);
 
@@ -672,7 +795,8 @@ impl<B: Backend> QueueCore<B> {
                 (Some(e), Ok(_)) => Err(e.clone()),
                 (_, f) => f,
             };
-            self.publish(&mut st, epoch, keys, flushed, wakers);
+            self.publish(&mut st, epoch, (keys, lane_wakers), flushed, wakers);
+            self.update_room(&st);
             let again = std::mem::take(&mut st.flush_again) && st.backend.has_pending() && !st.stopped;
             if !again {
                 // The driver waits for the waiters just published, and may have gone to sleep
@@ -693,7 +817,7 @@ impl<B: Backend> QueueCore<B> {
         &self,
         st: &mut State<B>,
         epoch: Arc<Epoch>,
-        keys: Vec<Key>,
+        (keys, mut lane_wakers): (Vec<Key>, Vec<Waker>),
         flushed: Result<FlushInfo>,
         wakers: &mut Vec<Waker>,
     ) {
@@ -704,6 +828,7 @@ impl<B: Backend> QueueCore<B> {
                 for k in keys {
                     wakers.extend(st.waiters.fire(k, Ok(())));
                 }
+                wakers.append(&mut lane_wakers);
             }
             Ok(info) => {
                 bump(&self.counters.submits, 1);
@@ -723,10 +848,14 @@ impl<B: Backend> QueueCore<B> {
                     for k in keys {
                         wakers.extend(st.waiters.fire(k, Ok(())));
                     }
+                    wakers.append(&mut lane_wakers);
                 } else {
                     st.in_flight.push_back(info.value);
                     if !keys.is_empty() {
                         st.by_value.entry(info.value).or_default().extend(keys);
+                    }
+                    if !lane_wakers.is_empty() {
+                        st.by_value_wakers.entry(info.value).or_default().append(&mut lane_wakers);
                     }
                 }
             }
@@ -735,6 +864,7 @@ impl<B: Backend> QueueCore<B> {
                 for k in keys {
                     wakers.extend(st.waiters.fire(k, Err(e.clone())));
                 }
+                wakers.append(&mut lane_wakers);
                 if e.is_device_lost() {
                     self.fail_all(st, e, wakers);
                 }
@@ -746,6 +876,8 @@ impl<B: Backend> QueueCore<B> {
     fn fail_all(&self, st: &mut State<B>, e: Error, wakers: &mut Vec<Waker>) {
         if e.is_device_lost() {
             st.fatal = Some(e.clone());
+            // Lane items added from now on are taken in (and failed) by whoever adds them.
+            self.lanes_closed.store(true, Ordering::SeqCst);
             st.backend.abandon();
             st.epoch.set(EpochStatus::Failed(e.clone()));
         }
@@ -753,6 +885,11 @@ impl<B: Backend> QueueCore<B> {
         for k in keys.into_iter().chain(std::mem::take(&mut st.pending_waiters)) {
             wakers.extend(st.waiters.fire(k, Err(e.clone())));
         }
+        // Woken, lane tasks find the failure under the lock (or wait again after an error that
+        // did not end the queue).
+        wakers.extend(std::mem::take(&mut st.by_value_wakers).into_values().flatten());
+        wakers.append(&mut st.lane_wakers);
+        self.absorb_lanes(st, wakers);
     }
 
     /// Whether every submission of this queue has completed, reading the counter if the last
@@ -810,6 +947,7 @@ impl<B: Backend> QueueCore<B> {
         while st.in_flight.front().is_some_and(|&v| v <= upto) {
             st.in_flight.pop_front();
         }
+        self.update_room(st);
         self.seen.completed(upto);
         fire_upto(st, upto, Ok(()), wakers);
     }
@@ -824,6 +962,7 @@ impl<B: Backend> QueueCore<B> {
             // what it keeps, and takes over the wait for what is in flight.
             return Action::Sleep;
         }
+        self.absorb_lanes(st, wakers);
         if self.executor_running() {
             // The executor submits and waits itself, but for the groups it handed over.
             if std::mem::take(&mut st.hand_off) && st.flushing.is_none() && st.backend.has_pending() {
@@ -838,7 +977,8 @@ impl<B: Backend> QueueCore<B> {
             return self.wait_target(st).map_or(Action::Sleep, Action::Wait);
         }
         let group = self.options.flush == FlushPolicy::GroupCommit || !self.executor_running();
-        if group && st.backend.has_pending() && !st.pending_waiters.is_empty() && st.fatal.is_none() {
+        let waited_for = !st.pending_waiters.is_empty() || !st.lane_wakers.is_empty();
+        if group && st.backend.has_pending() && waited_for && st.fatal.is_none() {
             // Work that tasks wait for: submit it once the GPU has nothing else to do; until
             // then, wait for what is in flight (and keep gathering).
             if self.gpu_room(st, wakers) {
@@ -883,9 +1023,10 @@ impl<B: Backend> QueueCore<B> {
     }
 
     fn wait_target(&self, st: &State<B>) -> Option<u64> {
+        let (keys, lanes) = (st.by_value.keys(), st.by_value_wakers.keys());
         match self.options.policy {
-            WaitPolicy::All => st.by_value.keys().next_back().copied(),
-            WaitPolicy::Oldest => st.by_value.keys().next().copied(),
+            WaitPolicy::All => keys.max().into_iter().chain(lanes.max()).max().copied(),
+            WaitPolicy::Oldest => keys.min().into_iter().chain(lanes.min()).min().copied(),
         }
     }
 
@@ -1005,6 +1146,13 @@ impl<B: Backend> QueueCore<B> {
                     // The decision and the sleep happen under one hold of the lock, so a
                     // notification cannot fall between them.
                     self.driver_asleep.store(true, Ordering::SeqCst);
+                    // A lane item added before the flag was seen is taken in here (step 4 of
+                    // the lanes' protocol, see [`super::lanes`]).
+                    std::sync::atomic::fence(Ordering::SeqCst);
+                    if self.lanes_on && self.lanes.any() {
+                        self.driver_asleep.store(false, Ordering::SeqCst);
+                        continue;
+                    }
                     st = st.wait_on(&self.driver_cv);
                     self.driver_asleep.store(false, Ordering::SeqCst);
                 }
@@ -1161,6 +1309,7 @@ impl<B: Backend> QueueCore<B> {
         let keep = |st: &State<B>| recorded == Recorded::Submit && st.backend.has_pending() && st.fatal.is_none();
         if driver.as_ref().is_some_and(|d| d.thread.thread().id() == std::thread::current().id()) {
             let mut st = self.lock();
+            self.absorb_lanes(&mut st, &mut wakers);
             if keep(&st) {
                 st = self.flush(st, &mut wakers);
             }
@@ -1175,10 +1324,13 @@ impl<B: Backend> QueueCore<B> {
             if st.stopped {
                 return Err(Closed::Released);
             }
+            self.absorb_lanes(&mut st, &mut wakers);
             if keep(&st) {
                 st = self.flush(st, &mut wakers);
             }
             st.stopped = true;
+            // Lane items added from now on are failed by whoever adds them.
+            self.lanes_closed.store(true, Ordering::SeqCst);
             // A flush running on another thread holds the backend's command pool: let it end
             // (it only encodes and submits; it never waits for the GPU).
             st = self.after_flush(st);
@@ -1244,6 +1396,10 @@ fn fire_upto<B>(st: &mut State<B>, upto: u64, outcome: Result<(), Error>, wakers
     for k in done.into_values().flatten() {
         wakers.extend(st.waiters.fire(k, outcome.clone()));
     }
+    // Lane tasks read their outcome when they run: success without the lock, anything else
+    // (a timeout) under it.
+    let later = st.by_value_wakers.split_off(&(upto + 1));
+    wakers.extend(std::mem::replace(&mut st.by_value_wakers, later).into_values().flatten());
 }
 
 /// Per-context state: the last epoch this context recorded into, its id in traces (given when
@@ -1287,6 +1443,8 @@ pub(crate) struct SyncFuture<B: Backend> {
     core: Arc<QueueCore<B>>,
     epoch: Option<Arc<Epoch>>,
     key: Option<Key>,
+    /// Its task's waker went with a lane item (see [`super::lanes`]), not into a slot.
+    lane: bool,
     counted: bool,
     /// With a trace: the context's id, and when the wait found its work unfinished.
     ctx: u64,
@@ -1295,7 +1453,7 @@ pub(crate) struct SyncFuture<B: Backend> {
 
 impl<B: Backend> SyncFuture<B> {
     pub fn new(core: Arc<QueueCore<B>>, epoch: Option<Arc<Epoch>>, ctx: u64) -> Self {
-        SyncFuture { core, epoch, key: None, counted: false, ctx, since: None }
+        SyncFuture { core, epoch, key: None, lane: false, counted: false, ctx, since: None }
     }
 
     /// The `await` span of a wait that had to wait, once it is over.
@@ -1467,7 +1625,7 @@ impl<B: Backend> Future for SyncFuture<B> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
         let this = self.get_mut();
-        if this.key.is_some() {
+        if this.key.is_some() || this.lane {
             // A woken wait: a success freed its slot when it fired, and the epoch's value and
             // the queue's completed value (both stored under the lock before that) tell it
             // without the lock. A value is published to waiters only above the completed value
@@ -1479,9 +1637,13 @@ impl<B: Backend> Future for SyncFuture<B> {
             if let Some(v) = this.epoch.as_ref().and_then(|b| b.value.get()) {
                 if this.core.seen.succeeded(v) {
                     this.key = None;
+                    this.lane = false;
                     return this.traced(Ok(()));
                 }
             }
+            // Not known done: a lane's wait goes on in a slot like any other (its waker, if
+            // still held, wakes it once more for nothing).
+            this.lane = false;
         }
         let core = this.core.clone();
         let mut wakers = Vec::new();

@@ -232,6 +232,7 @@ mod backend;
 mod budget;
 mod context;
 pub(crate) mod core;
+mod lanes;
 mod local;
 mod queue;
 mod seen;
@@ -334,13 +335,17 @@ pub struct Stats {
     /// thread, which encoded and submitted them while the executor ran tasks (see the
     /// [module docs](self)); always 0 for a [`Queue`].
     pub handed_flushes: u64,
+    /// Coalesced items that a [`Queue`]'s contexts added through their thread's lane, without
+    /// the queue's lock, while the GPU had no room for another submission (see "Lanes" in the
+    /// [module docs](self)); always 0 for an [`Executor`].
+    pub laned_items: u64,
 }
 
 impl std::fmt::Display for Stats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "stats: tasks={} await_points={} flushes={} submits={} host_waits={} barriers={} dispatches={} flush_ms={:.2}",
+            "stats: tasks={} await_points={} flushes={} submits={} host_waits={} barriers={} dispatches={} flush_ms={:.2} laned={}",
             self.tasks_spawned,
             self.await_points,
             self.flushes,
@@ -348,7 +353,8 @@ impl std::fmt::Display for Stats {
             self.host_waits,
             self.barriers,
             self.dispatches,
-            self.flush_ns as f64 / 1e6
+            self.flush_ns as f64 / 1e6,
+            self.laned_items
         )
     }
 }

@@ -133,6 +133,10 @@ impl Backend for SimBackend {
     fn recorded_count(&self) -> usize {
         self.pending.len()
     }
+    fn absorb_batches(&mut self, _batches: crate::record::batch::Batches, n: usize) {
+        // The simulated queue has no batch kinds: each item is an op of no program.
+        self.pending.extend(std::iter::repeat_n(u64::MAX, n));
+    }
     type Job = SimJob;
     fn begin_flush(&mut self) -> SimJob {
         SimJob { ops: std::mem::take(&mut self.pending), gpu: self.gpu.clone(), op_value: self.op_value.clone() }

@@ -149,6 +149,8 @@ pub(crate) trait Gathered: Send {
     fn as_any(&mut self) -> &mut dyn Any;
     /// Encodes the items into `rec` (see the protocol).
     fn encode(self: Box<Self>, rec: &mut Recording);
+    /// Adds the items to those of the same kind in `into` (or adds them as a new kind).
+    fn merge_into(self: Box<Self>, into: &mut Vec<Box<dyn Gathered>>);
 }
 
 struct Items<K: BatchKind> {
@@ -171,6 +173,16 @@ impl<K: BatchKind> Gathered for Items<K> {
             kind.fail(items, &e);
         }
     }
+    fn merge_into(self: Box<Self>, into: &mut Vec<Box<dyn Gathered>>) {
+        let key = self.key();
+        if let Some(g) = into.iter_mut().find(|g| g.key() == key) {
+            if let Some(items) = g.as_any().downcast_mut::<Items<K>>() {
+                items.items.extend(self.items);
+                return;
+            }
+        }
+        into.push(self);
+    }
 }
 
 /// A recording's gathered items. Only reachable through `&mut` (never shared), so it is `Sync`
@@ -188,6 +200,17 @@ impl Batches {
     }
     pub fn push<K: BatchKind>(&mut self, kind: &Arc<K>, item: K::Item) {
         push(&mut self.0, kind, item)
+    }
+    /// Adds `other`'s items, each kind's after this one's items of that kind.
+    pub fn merge(&mut self, other: Batches) {
+        for g in other.0 {
+            g.merge_into(&mut self.0);
+        }
+    }
+    /// How many kinds hold items.
+    #[allow(dead_code)] // used by the lanes' tests
+    pub fn len(&self) -> usize {
+        self.0.len()
     }
 }
 

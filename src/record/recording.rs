@@ -239,6 +239,13 @@ impl Recording {
         Ok(())
     }
 
+    /// Adds `n` batch items gathered apart (a queue's lanes, see [`crate::executor`]), whose
+    /// kinds were checked against this recording's device when they were added.
+    pub(crate) fn absorb_batches(&mut self, batches: Batches, n: usize) {
+        self.batches.merge(batches);
+        self.batch_items += n;
+    }
+
     fn push(&mut self, op: Op) {
         op.for_each_buffer(|b, _| {
             b.pending.fetch_add(1, Ordering::SeqCst);
