@@ -831,7 +831,8 @@ impl<B: Backend> QueueCore<B> {
                 wakers.append(&mut lane_wakers);
             }
             Ok(info) => {
-                bump(&self.counters.submits, 1);
+                // A flush of many batch items may make several submissions (see the backend).
+                bump(&self.counters.submits, info.command_buffers.max(1));
                 bump(&self.counters.barriers, info.barriers);
                 bump(&self.counters.dispatches, info.dispatches);
                 bump(&self.counters.copy_dispatches, info.copy_dispatches);

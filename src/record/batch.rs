@@ -151,6 +151,10 @@ pub(crate) trait Gathered: Send {
     fn encode(self: Box<Self>, rec: &mut Recording);
     /// Adds the items to those of the same kind in `into` (or adds them as a new kind).
     fn merge_into(self: Box<Self>, into: &mut Vec<Box<dyn Gathered>>);
+    /// How many items.
+    fn len(&self) -> usize;
+    /// Takes out the first `n` items (of the same kind).
+    fn split_front(&mut self, n: usize) -> Box<dyn Gathered>;
 }
 
 struct Items<K: BatchKind> {
@@ -183,6 +187,34 @@ impl<K: BatchKind> Gathered for Items<K> {
         }
         into.push(self);
     }
+    fn len(&self) -> usize {
+        self.items.len()
+    }
+    fn split_front(&mut self, n: usize) -> Box<dyn Gathered> {
+        let rest = self.items.split_off(n);
+        let front = std::mem::replace(&mut self.items, rest);
+        Box::new(Items { kind: self.kind.clone(), items: front })
+    }
+}
+
+/// What is left of a kind whose items all moved out (see [`Batches::split_front`]).
+struct Empty;
+
+impl Gathered for Empty {
+    fn key(&self) -> usize {
+        0
+    }
+    fn as_any(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn encode(self: Box<Self>, _rec: &mut Recording) {}
+    fn merge_into(self: Box<Self>, _into: &mut Vec<Box<dyn Gathered>>) {}
+    fn len(&self) -> usize {
+        0
+    }
+    fn split_front(&mut self, _n: usize) -> Box<dyn Gathered> {
+        Box::new(Empty)
+    }
 }
 
 /// A recording's gathered items. Only reachable through `&mut` (never shared), so it is `Sync`
@@ -207,6 +239,40 @@ impl Batches {
             g.merge_into(&mut self.0);
         }
     }
+    /// Takes the first `n` items (kinds in order) out, in chunks of `cap` items (the last may
+    /// hold fewer), each with its count.
+    pub fn split_front(&mut self, mut n: usize, cap: usize) -> Vec<(Batches, usize)> {
+        let mut chunks = Vec::new();
+        let (mut cur, mut cur_n) = (Vec::new(), 0);
+        let mut kinds = std::mem::take(&mut self.0).into_iter();
+        let mut left: Vec<Box<dyn Gathered>> = Vec::new();
+        for mut g in kinds.by_ref() {
+            while n > 0 && g.len() > 0 {
+                let take = g.len().min(cap - cur_n).min(n);
+                let part = if take == g.len() { std::mem::replace(&mut g, Box::new(Empty)) } else { g.split_front(take) };
+                cur.push(part);
+                cur_n += take;
+                n -= take;
+                if cur_n == cap {
+                    chunks.push((Batches(std::mem::take(&mut cur)), cur_n));
+                    cur_n = 0;
+                }
+            }
+            if g.len() > 0 {
+                left.push(g);
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        if cur_n > 0 {
+            chunks.push((Batches(cur), cur_n));
+        }
+        left.extend(kinds);
+        self.0 = left;
+        chunks
+    }
+
     /// How many kinds hold items.
     #[allow(dead_code)] // used by the lanes' tests
     pub fn len(&self) -> usize {
