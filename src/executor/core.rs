@@ -1147,12 +1147,22 @@ impl<B: Backend> QueueCore<B> {
                     // The decision and the sleep happen under one hold of the lock, so a
                     // notification cannot fall between them.
                     self.driver_asleep.store(true, Ordering::SeqCst);
-                    // A lane item added before the flag was seen is taken in here (step 4 of
-                    // the lanes' protocol, see [`super::lanes`]).
+                    // Lane items added before the flag could be seen are taken in here (step 4
+                    // of the lanes' protocol, see [`super::lanes`]). Then, if no flush runs
+                    // (whose end notifies the driver), the driver decides again; it never
+                    // goes round with the lock held while lanes fill, which would keep a
+                    // running flush from publishing.
                     std::sync::atomic::fence(Ordering::SeqCst);
                     if self.lanes_on && self.lanes.any() {
-                        self.driver_asleep.store(false, Ordering::SeqCst);
-                        continue;
+                        let mut woken = Vec::new();
+                        self.absorb_lanes(&mut st, &mut woken);
+                        if !woken.is_empty() || (st.flushing.is_none() && st.backend.has_pending()) {
+                            self.driver_asleep.store(false, Ordering::SeqCst);
+                            drop(st);
+                            wake_all(woken);
+                            st = self.lock();
+                            continue;
+                        }
                     }
                     st = st.wait_on(&self.driver_cv);
                     self.driver_asleep.store(false, Ordering::SeqCst);

@@ -153,8 +153,8 @@ pub(crate) trait Gathered: Send {
     fn merge_into(self: Box<Self>, into: &mut Vec<Box<dyn Gathered>>);
     /// How many items.
     fn len(&self) -> usize;
-    /// Takes out the first `n` items (of the same kind).
-    fn split_front(&mut self, n: usize) -> Box<dyn Gathered>;
+    /// Takes out the last `n` items (of the same kind), in their order.
+    fn split_back(&mut self, n: usize) -> Box<dyn Gathered>;
 }
 
 struct Items<K: BatchKind> {
@@ -190,14 +190,13 @@ impl<K: BatchKind> Gathered for Items<K> {
     fn len(&self) -> usize {
         self.items.len()
     }
-    fn split_front(&mut self, n: usize) -> Box<dyn Gathered> {
-        let rest = self.items.split_off(n);
-        let front = std::mem::replace(&mut self.items, rest);
-        Box::new(Items { kind: self.kind.clone(), items: front })
+    fn split_back(&mut self, n: usize) -> Box<dyn Gathered> {
+        let back = self.items.split_off(self.items.len() - n);
+        Box::new(Items { kind: self.kind.clone(), items: back })
     }
 }
 
-/// What is left of a kind whose items all moved out (see [`Batches::split_front`]).
+/// What is left of a kind whose items all moved out (see [`Batches::split`]).
 struct Empty;
 
 impl Gathered for Empty {
@@ -212,7 +211,7 @@ impl Gathered for Empty {
     fn len(&self) -> usize {
         0
     }
-    fn split_front(&mut self, _n: usize) -> Box<dyn Gathered> {
+    fn split_back(&mut self, _n: usize) -> Box<dyn Gathered> {
         Box::new(Empty)
     }
 }
@@ -239,9 +238,10 @@ impl Batches {
             g.merge_into(&mut self.0);
         }
     }
-    /// Takes the first `n` items (kinds in order) out, in chunks of `cap` items (the last may
-    /// hold fewer), each with its count.
-    pub fn split_front(&mut self, mut n: usize, cap: usize) -> Vec<(Batches, usize)> {
+    /// Takes `n` items out, in chunks of `cap` items (the last may hold fewer), each with its
+    /// count. Each kind gives its last items first (taking them costs only their own moves),
+    /// which is no loss: items are self-contained, their order does not matter.
+    pub fn split(&mut self, mut n: usize, cap: usize) -> Vec<(Batches, usize)> {
         let mut chunks = Vec::new();
         let (mut cur, mut cur_n) = (Vec::new(), 0);
         let mut kinds = std::mem::take(&mut self.0).into_iter();
@@ -249,7 +249,7 @@ impl Batches {
         for mut g in kinds.by_ref() {
             while n > 0 && g.len() > 0 {
                 let take = g.len().min(cap - cur_n).min(n);
-                let part = if take == g.len() { std::mem::replace(&mut g, Box::new(Empty)) } else { g.split_front(take) };
+                let part = if take == g.len() { std::mem::replace(&mut g, Box::new(Empty)) } else { g.split_back(take) };
                 cur.push(part);
                 cur_n += take;
                 n -= take;

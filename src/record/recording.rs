@@ -251,7 +251,7 @@ impl Recording {
             0 => cap,
             r => r,
         };
-        let chunks = self.batches.split_front(self.batch_items - keep, cap);
+        let chunks = self.batches.split(self.batch_items - keep, cap);
         self.batch_items = keep.min(self.batch_items);
         chunks
     }
