@@ -295,6 +295,10 @@ pub(crate) struct QueueCore<B> {
     /// when the driver is awake or already notified: under load from many threads every await
     /// would otherwise make one while holding the lock.
     driver_asleep: AtomicBool,
+    /// The driver sleeps while no flush runs: nothing will notify it of lane items (a running
+    /// flush notifies it when it ends). Set and cleared under the lock, read by lane users
+    /// without it (see [`super::lanes`]).
+    driver_idle: AtomicBool,
     /// Notified when a flush ends, for threads that wait for it (`State::flush_watchers`).
     flush_done: Condvar,
     pub counters: Counters,
@@ -375,6 +379,7 @@ impl<B: Backend> QueueCore<B> {
             }),
             driver_cv: Condvar::new(),
             driver_asleep: AtomicBool::new(false),
+            driver_idle: AtomicBool::new(false),
             flush_done: Condvar::new(),
             counters: Counters::default(),
             budget: options.memory_bound.map(MemoryBudget::new),
@@ -461,6 +466,7 @@ impl<B: Backend> QueueCore<B> {
     /// which decides and sleeps under one hold of the lock, cannot miss it).
     pub fn notify_driver(&self) {
         if self.driver_asleep.swap(false, Ordering::SeqCst) {
+            self.driver_idle.store(false, Ordering::SeqCst);
             self.driver_cv.notify_one();
         }
     }
@@ -582,7 +588,7 @@ impl<B: Backend> QueueCore<B> {
         // Step 4 of the lanes' protocol: what the driver set before it took the lanes in.
         std::sync::atomic::fence(Ordering::SeqCst);
         if self.room.load(Ordering::SeqCst)
-            || self.driver_asleep.load(Ordering::SeqCst)
+            || self.driver_idle.load(Ordering::SeqCst)
             || self.lanes_closed.load(Ordering::SeqCst)
         {
             let mut wakers = Vec::new();
@@ -1147,17 +1153,18 @@ impl<B: Backend> QueueCore<B> {
                     // The decision and the sleep happen under one hold of the lock, so a
                     // notification cannot fall between them.
                     self.driver_asleep.store(true, Ordering::SeqCst);
-                    // Lane items added before the flag could be seen are taken in here (step 4
-                    // of the lanes' protocol, see [`super::lanes`]). Then, if no flush runs
-                    // (whose end notifies the driver), the driver decides again; it never
-                    // goes round with the lock held while lanes fill, which would keep a
-                    // running flush from publishing.
-                    std::sync::atomic::fence(Ordering::SeqCst);
-                    if self.lanes_on && self.lanes.any() {
-                        let mut woken = Vec::new();
-                        self.absorb_lanes(&mut st, &mut woken);
-                        if !woken.is_empty() || (st.flushing.is_none() && st.backend.has_pending()) {
+                    // With no flush running (whose end notifies the driver), lane items added
+                    // before the flag could be seen are taken in here and the driver decides
+                    // again (step 4 of the lanes' protocol, see [`super::lanes`]).
+                    let idle = self.lanes_on && st.flushing.is_none();
+                    if idle {
+                        self.driver_idle.store(true, Ordering::SeqCst);
+                        std::sync::atomic::fence(Ordering::SeqCst);
+                        if self.lanes.any() {
+                            let mut woken = Vec::new();
+                            self.absorb_lanes(&mut st, &mut woken);
                             self.driver_asleep.store(false, Ordering::SeqCst);
+                            self.driver_idle.store(false, Ordering::SeqCst);
                             drop(st);
                             wake_all(woken);
                             st = self.lock();
@@ -1166,6 +1173,7 @@ impl<B: Backend> QueueCore<B> {
                     }
                     st = st.wait_on(&self.driver_cv);
                     self.driver_asleep.store(false, Ordering::SeqCst);
+                    self.driver_idle.store(false, Ordering::SeqCst);
                 }
                 Action::Sleep => {
                     drop(st);
