@@ -583,11 +583,12 @@ impl<B: Backend> QueueCore<B> {
         if !self.lanes_on || self.room.load(Ordering::SeqCst) || self.executor_running() {
             return Err(item);
         }
-        let epoch = self.lanes.push(kind, item, cx.waker())?;
+        let (epoch, due) = self.lanes.push(kind, item, cx.waker())?;
         *lock(&state.last) = Some(epoch.clone());
         // Step 4 of the lanes' protocol: what the driver set before it took the lanes in.
         std::sync::atomic::fence(Ordering::SeqCst);
-        if self.room.load(Ordering::SeqCst)
+        if due
+            || self.room.load(Ordering::SeqCst)
             || self.driver_idle.load(Ordering::SeqCst)
             || self.lanes_closed.load(Ordering::SeqCst)
         {
@@ -595,8 +596,14 @@ impl<B: Backend> QueueCore<B> {
             let mut st = self.lock();
             self.absorb_lanes(&mut st, &mut wakers);
             if st.fatal.is_none() && !st.stopped && st.backend.has_pending() {
-                if st.flushing.is_none() && st.in_flight.len() < self.options.depth {
+                let room = st.in_flight.len() < self.options.depth;
+                if st.flushing.is_none() && (room || due) {
+                    // A group gathered: submitted now, from this thread, even behind a full
+                    // pipeline (as a group of commands is, see `record_locked`).
                     st = self.flush(st, &mut wakers);
+                } else if st.flushing.is_some() && due {
+                    // The running flush submits it when done.
+                    st.flush_again = true;
                 } else if st.waiting.is_none() {
                     self.notify_driver();
                 }

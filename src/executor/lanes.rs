@@ -56,6 +56,11 @@ pub(crate) const MAX_LANES: usize = 64;
 /// queue's bound on recorded work applies).
 const LANE_BOUND: usize = 4096;
 
+/// About how many items all lanes gather before a flush is due even while the GPU has no room
+/// (each lane's share, [`Lanes::group`], counts): a flush of everything that gathered while
+/// the GPU was busy would keep the GPU idle while the host encodes it.
+const GROUP_ITEMS: usize = 2048;
+
 /// One lane, on a cache line of its own.
 #[repr(align(128))]
 struct Padded<E>(Mutex<Lane<E>>);
@@ -73,6 +78,8 @@ struct Lane<E> {
 /// A queue's lanes, generic over the queue's epoch cell.
 pub(crate) struct Lanes<E> {
     lanes: Box<[Padded<E>]>,
+    /// Items per lane that make a flush due (see [`GROUP_ITEMS`]).
+    group: usize,
 }
 
 thread_local! {
@@ -107,12 +114,13 @@ impl<E> Lanes<E> {
                 }))
             })
             .collect();
-        Lanes { lanes }
+        Lanes { group: (GROUP_ITEMS / n).max(64), lanes }
     }
 
     /// Adds `item` of `kind` and `waker` to the calling thread's lane and returns the epoch it
-    /// joined, or gives the item back if the lane is full.
-    pub fn push<K: BatchKind>(&self, kind: &Arc<K>, item: K::Item, waker: &Waker) -> Result<Arc<E>, K::Item> {
+    /// joined, with whether the lane now holds its share of a group (a flush is due), or gives
+    /// the item back if the lane is full.
+    pub fn push<K: BatchKind>(&self, kind: &Arc<K>, item: K::Item, waker: &Waker) -> Result<(Arc<E>, bool), K::Item> {
         let lane = &self.lanes[thread_index() % self.lanes.len()].0;
         let mut l = lock(lane);
         if l.items >= LANE_BOUND {
@@ -122,7 +130,7 @@ impl<E> Lanes<E> {
         l.items += 1;
         l.added += 1;
         l.wakers.push(waker.clone());
-        Ok(l.epoch.clone())
+        Ok((l.epoch.clone(), l.items % self.group == 0))
     }
 
     /// Under the queue's lock: moves every lane's items into `batches` and their wakers into
@@ -177,14 +185,15 @@ mod tests {
         let kind = Arc::new(Kind);
         let waker = futures::task::noop_waker();
         assert!(!lanes.any());
-        let joined = lanes.push(&kind, 7, &waker).ok().expect("room");
+        let (joined, due) = lanes.push(&kind, 7, &waker).ok().expect("room");
         assert!(Arc::ptr_eq(&joined, &first));
+        assert!(!due, "one item is no group");
         assert!(lanes.any());
         let (mut batches, mut wakers) = (Batches::default(), Vec::new());
         assert_eq!(lanes.drain(&mut batches, &mut wakers, Some(&second)), 1);
         assert_eq!(wakers.len(), 1);
         assert!(!lanes.any());
-        let joined = lanes.push(&kind, 8, &waker).ok().expect("room");
+        let (joined, _) = lanes.push(&kind, 8, &waker).ok().expect("room");
         assert!(Arc::ptr_eq(&joined, &second), "after the drain the lane records into the next epoch");
         assert_eq!(lanes.drain(&mut batches, &mut wakers, None), 1);
         assert_eq!(batches.len(), 1, "one kind, its items merged");
@@ -195,9 +204,11 @@ mod tests {
         let lanes = Lanes::new(&Arc::new(0u8));
         let kind = Arc::new(Kind);
         let waker = futures::task::noop_waker();
+        let mut due = 0;
         for i in 0..LANE_BOUND as u32 {
-            assert!(lanes.push(&kind, i, &waker).is_ok());
+            due += lanes.push(&kind, i, &waker).ok().expect("room").1 as usize;
         }
+        assert_eq!(due, LANE_BOUND / lanes.group, "a flush is due at every group's worth");
         assert_eq!(lanes.push(&kind, 9, &waker).err(), Some(9));
     }
 }
