@@ -8,7 +8,6 @@
 use crate::error::Result;
 use crate::record::batch::Batches;
 use crate::record::copies::CopyKernel;
-use crate::record::encode::EncodeStats;
 use crate::record::recording::{Op, Recording};
 use crate::trace::{GpuSpans, HostKind, QueueTrace, TaskClock};
 use crate::vk::command_pool::CommandPool;
@@ -33,18 +32,6 @@ pub(crate) struct FlushInfo {
     /// Whether anything was submitted: a flush whose batches all ran on the host (and that has
     /// nothing else) submits nothing, and its waiters are done at once.
     pub submitted: bool,
-}
-
-impl FlushInfo {
-    /// Adds a submission that signals `value` (the latest so far) with `stats`.
-    fn add(&mut self, value: u64, stats: &EncodeStats) {
-        self.value = value;
-        self.barriers += stats.barriers;
-        self.command_buffers += 1;
-        self.dispatches += stats.dispatches;
-        self.copy_dispatches += stats.copy_dispatches;
-        self.submitted = true;
-    }
 }
 
 /// Waits on a queue's timeline from any thread.
@@ -165,9 +152,6 @@ pub(crate) struct VulkanBackend {
     /// The device was lost, or shutting down gave up on the GPU: what is in flight was leaked,
     /// and so is what a flush job running meanwhile submits.
     abandoned: bool,
-    /// A flush holding more batch items than this submits them in submissions of this many,
-    /// each encoded while the GPU runs the one before (0: one submission per flush).
-    chunk_items: usize,
 }
 
 /// Emptied `ops` vectors of completed recordings, for later epochs. A flush of a thousand
@@ -216,12 +200,6 @@ pub(crate) struct FlushJob {
     submit_ns: Option<i64>,
     /// The value the submission signals, once made.
     submitted: Option<u64>,
-    /// Most batch items per submission (see [`VulkanBackend::chunk_items`]).
-    chunk_items: usize,
-    /// Submissions of batch items made before the flush's own, with their values and submit
-    /// times (traces), oldest first; and those whose items all ran on the host.
-    chunks: Vec<(u64, Recording, Option<i64>)>,
-    host_chunks: Vec<Recording>,
 }
 
 impl VulkanBackend {
@@ -251,64 +229,7 @@ impl VulkanBackend {
             epoch_start: None,
             submit_ns: VecDeque::new(),
             abandoned: false,
-            chunk_items: std::env::var("VKASYNC_FLUSH_CHUNK").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
         })
-    }
-
-    /// Encodes `rec` (its batches first) into a command buffer of the job's pool and submits it
-    /// alone. `None` if nothing was left for the GPU (its batches ran on the host).
-    fn submit_one(job: &mut FlushJob, rec: &mut Recording) -> Result<Option<(u64, EncodeStats)>> {
-        {
-            let started = Instant::now();
-            let _span = tracing::debug_span!("vkasync.encode_batches").entered();
-            rec.encode_batches();
-            if let Some(t) = &job.trace {
-                t.span(HostKind::EncodeBatches, started, &[]);
-            }
-        }
-        if let (Some(t), Some(start)) = (&job.trace, job.epoch_start.take()) {
-            t.async_span(HostKind::Recording, start, &[rec.ops.len() as u64]);
-        }
-        if rec.is_empty() {
-            rec.mark_nothing_to_submit();
-            return Ok(None);
-        }
-        if job.spans {
-            // Its query pool is taken when encoding starts, sized to the phases.
-            rec.spans = Some(GpuSpans::new(&job.device, rec.ops.len() as u32, job.detail, job.spare_pools.clone()));
-        }
-        // No pool: the device was lost, and the pool was leaked with what it ran.
-        let pool = job.pool.as_mut().ok_or(crate::Error::DeviceLost)?;
-        let cb = pool.begin(job.device.raw(), job.completed)?;
-        let started = Instant::now();
-        let stats = {
-            let _span = tracing::debug_span!("vkasync.encode", ops = rec.ops.len()).entered();
-            rec.encode(cb, job.copy_kernel.get(&job.device))
-        };
-        pool.end(job.device.raw(), cb)?;
-        if let Some(t) = &job.trace {
-            t.span(HostKind::Encode, started, &[rec.ops.len() as u64]);
-        }
-        let started = Instant::now();
-        job.submit_ns = job.trace.as_ref().map(|t| t.stamp());
-        let submitted = {
-            let _span = tracing::debug_span!("vkasync.submit").entered();
-            job.device.submit(&[cb])
-        };
-        if let Some(t) = &job.trace {
-            t.span(HostKind::Submit, started, &[]);
-        }
-        match submitted {
-            Ok(value) => {
-                pool.release(cb, Some(value));
-                rec.mark_submitted(value);
-                Ok(Some((value, stats)))
-            }
-            Err(e) => {
-                pool.release(cb, None);
-                Err(e)
-            }
-        }
     }
 
     /// Drops the recordings whose value was reached, oldest first.
@@ -385,56 +306,80 @@ impl Backend for VulkanBackend {
             epoch_start: self.epoch_start.take(),
             submit_ns: None,
             submitted: None,
-            chunk_items: self.chunk_items,
-            chunks: Vec::new(),
-            host_chunks: Vec::new(),
         }
     }
 
     fn run_flush(job: &mut FlushJob) -> Result<FlushInfo> {
-        let mut info = FlushInfo::default();
-        if job.chunk_items > 0 && job.rec.batch_count() > job.chunk_items {
-            // The items beyond the last chunk's go first, each chunk in a submission of its
-            // own, so that the GPU starts on the first while the next is encoded.
-            for (batches, n) in job.rec.split_batches(job.chunk_items) {
-                let mut sub = Recording::with_capacity(&job.device, 8);
-                sub.absorb_batches(batches, n);
-                match Self::submit_one(job, &mut sub)? {
-                    Some((value, stats)) => {
-                        info.add(value, &stats);
-                        let ns = job.submit_ns.take();
-                        job.chunks.push((value, sub, ns));
-                    }
-                    None => job.host_chunks.push(sub),
-                }
+        let rec = &mut job.rec;
+        {
+            let started = Instant::now();
+            let _span = tracing::debug_span!("vkasync.encode_batches").entered();
+            rec.encode_batches();
+            if let Some(t) = &job.trace {
+                t.span(HostKind::EncodeBatches, started, &[]);
             }
         }
-        let mut rec = std::mem::replace(&mut job.rec, Recording::with_capacity(&job.device, 0));
-        let own = Self::submit_one(job, &mut rec);
-        job.rec = rec;
-        match own? {
-            Some((value, stats)) => {
-                info.add(value, &stats);
+        if let (Some(t), Some(start)) = (&job.trace, job.epoch_start.take()) {
+            t.async_span(HostKind::Recording, start, &[rec.ops.len() as u64]);
+        }
+        if rec.is_empty() {
+            // Everything ran on the host: no GPU work to submit or wait for.
+            rec.mark_nothing_to_submit();
+            return Ok(FlushInfo { value: 0, submitted: false, ..FlushInfo::default() });
+        }
+        if job.spans {
+            // Its query pool is taken when encoding starts, sized to the phases.
+            rec.spans = Some(GpuSpans::new(&job.device, rec.ops.len() as u32, job.detail, job.spare_pools.clone()));
+        }
+        // No pool: the device was lost, and the pool was leaked with what it ran.
+        let pool = job.pool.as_mut().ok_or(crate::Error::DeviceLost)?;
+        let cb = pool.begin(job.device.raw(), job.completed)?;
+        let started = Instant::now();
+        let stats = {
+            let _span = tracing::debug_span!("vkasync.encode", ops = rec.ops.len()).entered();
+            rec.encode(cb, job.copy_kernel.get(&job.device))
+        };
+        pool.end(job.device.raw(), cb)?;
+        if let Some(t) = &job.trace {
+            t.span(HostKind::Encode, started, &[rec.ops.len() as u64]);
+        }
+        let started = Instant::now();
+        job.submit_ns = job.trace.as_ref().map(|t| t.stamp());
+        let submitted = {
+            let _span = tracing::debug_span!("vkasync.submit").entered();
+            job.device.submit(&[cb])
+        };
+        if let Some(t) = &job.trace {
+            t.span(HostKind::Submit, started, &[]);
+        }
+        match submitted {
+            Ok(value) => {
+                pool.release(cb, Some(value));
+                rec.mark_submitted(value);
                 job.submitted = Some(value);
+                Ok(FlushInfo {
+                    value,
+                    barriers: stats.barriers,
+                    command_buffers: 1,
+                    dispatches: stats.dispatches,
+                    copy_dispatches: stats.copy_dispatches,
+                    submitted: true,
+                })
             }
-            None if info.submitted => {}
-            None => {
-                // Everything ran on the host: no GPU work to submit or wait for.
-                return Ok(FlushInfo { value: 0, submitted: false, ..FlushInfo::default() });
+            Err(e) => {
+                pool.release(cb, None);
+                Err(e)
             }
         }
-        Ok(info)
     }
 
     fn end_flush(&mut self, job: FlushJob) {
-        let FlushJob { rec, pool, submit_ns, submitted, chunks, host_chunks, .. } = job;
-        self.retired.extend(host_chunks);
+        let FlushJob { rec, pool, submit_ns, submitted, .. } = job;
         if self.abandoned && !self.device.loss_is_simulated() {
             // The device was lost while the job ran: what it submitted may still be running
             // in a driver that no longer answers, so it is leaked with the pool, as in
             // `abandon`.
             std::mem::forget(pool);
-            std::mem::forget(chunks);
             if submitted.is_some() {
                 std::mem::forget(rec);
             } else {
@@ -443,14 +388,6 @@ impl Backend for VulkanBackend {
             return;
         }
         self.pool = pool;
-        // Chunks go in flight before the flush's own submission, in the order of their values
-        // (also when the flush failed after them: what was submitted runs and is retired).
-        for (value, chunk, ns) in chunks {
-            if let Some(ns) = ns {
-                self.submit_ns.push_back(ns);
-            }
-            self.in_flight.push_back((value, chunk));
-        }
         match submitted {
             Some(value) => {
                 if let Some(ns) = submit_ns {

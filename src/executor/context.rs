@@ -263,13 +263,12 @@ impl Ctx {
     /// that carries it. Resolves early, without the GPU, once `settled()` says the item needs
     /// no GPU wait (it ran on the host, or its batch failed).
     ///
-    /// On a [`crate::Queue`]'s context both happen under one hold of the queue's lock (as in
-    /// [`Ctx::read`]): with many threads sealing records through one queue that lock is what
-    /// bounds them, and one hold instead of two ran 1.22–1.45× as many 1 KiB records per second
-    /// from 16 tokio workers on the H200 (`BENCHMARKS.md`, `2bf0e1b`). An executor's context
-    /// keeps the two steps: its one thread meets no contention there, so there is nothing to
-    /// gain (measured with one hold, the executor moved 0.88–0.96×, about as much as between
-    /// two builds with the same executor code: 0.80–1.13×).
+    /// On a [`crate::Queue`]'s context both happen at the first poll: through the thread's lane
+    /// (without the queue's lock) while the GPU has no room for another submission, else under
+    /// one hold of the lock (as in [`Ctx::read`]), which submits at once if the GPU is idle. An
+    /// executor's context keeps the two steps: its one thread meets no contention there, so
+    /// there is nothing to gain (measured with one hold, the executor moved 0.88–0.96×, about as
+    /// much as between two builds with the same executor code: 0.80–1.13×).
     pub(crate) async fn batch_and_settle<K: crate::record::batch::BatchKind>(
         &self,
         kind: &Arc<K>,

@@ -3,8 +3,9 @@
 //! tested without a GPU. See the module docs of [`crate::executor`] for the protocol.
 //!
 //! Everything here is behind one mutex ([`QueueCore::state`]). Outside it there are only the
-//! statistics counters and what a woken future reads to learn, without the lock, that its
-//! work succeeded ([`super::seen`]: written under the lock, modelled with `loom`). Wakers are
+//! statistics counters, what a woken future reads to learn, without the lock, that its work
+//! succeeded ([`super::seen`]: written under the lock, modelled with `loom`), and a
+//! [`crate::Queue`]'s lanes ([`super::lanes`]), with the flags their users read. Wakers are
 //! collected while the lock is held and woken after it is released.
 
 use super::backend::{Backend, FlushInfo, Waiter};
@@ -579,7 +580,7 @@ impl<B: Backend> QueueCore<B> {
         kind: &Arc<K>,
         item: K::Item,
         cx: &mut Context<'_>,
-    ) -> std::result::Result<(SyncFuture<B>, Poll<Result<()>>), K::Item> {
+    ) -> std::result::Result<Laned<B>, K::Item> {
         if !self.lanes_on || self.room.load(Ordering::SeqCst) || self.executor_running() {
             return Err(item);
         }
@@ -844,8 +845,7 @@ impl<B: Backend> QueueCore<B> {
                 wakers.append(&mut lane_wakers);
             }
             Ok(info) => {
-                // A flush of many batch items may make several submissions (see the backend).
-                bump(&self.counters.submits, info.command_buffers.max(1));
+                bump(&self.counters.submits, 1);
                 bump(&self.counters.barriers, info.barriers);
                 bump(&self.counters.dispatches, info.dispatches);
                 bump(&self.counters.copy_dispatches, info.copy_dispatches);
@@ -1463,6 +1463,9 @@ impl ContextState {
         self.clock.get_or_init(|| TaskClock::new(self.id()))
     }
 }
+
+/// A lane item's wait and its first poll (see [`QueueCore::batch_in_lane`]).
+pub(crate) type Laned<B> = (SyncFuture<B>, Poll<Result<()>>);
 
 /// Resolves when the work of one epoch (as captured at creation) has completed.
 pub(crate) struct SyncFuture<B: Backend> {

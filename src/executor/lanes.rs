@@ -39,8 +39,18 @@
 //!    wake) sends it to the waiter table under the lock, as a future that never used a lane.
 //!    A wait that was dropped leaves its waker to be woken once, for nothing.
 //!
+//! 6. **Groups.** When a lane holds its share of [`GROUP_ITEMS`], the context that filled it
+//!    takes the lanes in under the queue's lock and flushes at once, even behind a full
+//!    pipeline (or, while a flush runs, asks it to flush again when done), as a group of
+//!    commands is. Left to the GPU's pace alone, everything that gathered while the GPU was busy
+//!    went out in one flush, and the GPU waited for its encoding: on the H200 at 16 KiB records
+//!    that was 4–6 flushes of thousands of items per 10,000 records, and fewer records per
+//!    second than with the lock.
+//!
 //! Items are self-contained ([`crate::record::batch`]), so the order between lanes does not
-//! matter; a flush encodes each kind's items from all lanes together.
+//! matter; a flush encodes each kind's items from all lanes together. The simulated-queue
+//! property tests (`executor::sim`) add items through the lanes; `tests/lanes.rs` runs them on
+//! the device.
 
 use crate::record::batch::{BatchKind, Batches};
 use crate::util::lock;
@@ -185,7 +195,7 @@ mod tests {
         let kind = Arc::new(Kind);
         let waker = futures::task::noop_waker();
         assert!(!lanes.any());
-        let (joined, due) = lanes.push(&kind, 7, &waker).ok().expect("room");
+        let (joined, due) = lanes.push(&kind, 7, &waker).unwrap_or_else(|_| panic!("room"));
         assert!(Arc::ptr_eq(&joined, &first));
         assert!(!due, "one item is no group");
         assert!(lanes.any());
@@ -193,10 +203,11 @@ mod tests {
         assert_eq!(lanes.drain(&mut batches, &mut wakers, Some(&second)), 1);
         assert_eq!(wakers.len(), 1);
         assert!(!lanes.any());
-        let (joined, _) = lanes.push(&kind, 8, &waker).ok().expect("room");
+        let (joined, _) = lanes.push(&kind, 8, &waker).unwrap_or_else(|_| panic!("room"));
         assert!(Arc::ptr_eq(&joined, &second), "after the drain the lane records into the next epoch");
         assert_eq!(lanes.drain(&mut batches, &mut wakers, None), 1);
-        assert_eq!(batches.len(), 1, "one kind, its items merged");
+        assert_eq!(batches.kinds(), 1, "one kind, its items merged");
+        assert_eq!(batches.take_items::<Kind>(), vec![7, 8]);
     }
 
     #[test]
@@ -206,7 +217,7 @@ mod tests {
         let waker = futures::task::noop_waker();
         let mut due = 0;
         for i in 0..LANE_BOUND as u32 {
-            due += lanes.push(&kind, i, &waker).ok().expect("room").1 as usize;
+            due += lanes.push(&kind, i, &waker).unwrap_or_else(|_| panic!("room")).1 as usize;
         }
         assert_eq!(due, LANE_BOUND / lanes.group, "a flush is due at every group's worth");
         assert_eq!(lanes.push(&kind, 9, &waker).err(), Some(9));

@@ -133,9 +133,11 @@ impl Backend for SimBackend {
     fn recorded_count(&self) -> usize {
         self.pending.len()
     }
-    fn absorb_batches(&mut self, _batches: crate::record::batch::Batches, n: usize) {
-        // The simulated queue has no batch kinds: each item is an op of no program.
-        self.pending.extend(std::iter::repeat_n(u64::MAX, n));
+    fn absorb_batches(&mut self, mut batches: crate::record::batch::Batches, n: usize) {
+        // The simulated items are ops, recorded like the others.
+        let ops = batches.take_items::<SimKind>();
+        assert_eq!(ops.len(), n, "every lane item is a simulated op");
+        self.pending.extend(ops);
     }
     type Job = SimJob;
     fn begin_flush(&mut self) -> SimJob {
@@ -190,6 +192,18 @@ impl Backend for SimBackend {
     }
 }
 
+/// The simulated batch kind: an item is an op id, recorded like a command (the simulated
+/// queue does not encode).
+struct SimKind;
+
+impl crate::record::batch::BatchKind for SimKind {
+    type Item = u64;
+    fn encode(&self, _items: &mut Vec<u64>, _enc: &mut crate::record::batch::Encoder<'_>) -> Result<()> {
+        unreachable!("the simulated queue takes its items as ops")
+    }
+    fn fail(&self, _items: Vec<u64>, _error: &Error) {}
+}
+
 /// The test's task context.
 #[derive(Clone)]
 struct SimCtx {
@@ -197,15 +211,47 @@ struct SimCtx {
     local: Rc<Local<SimBackend>>,
     state: Arc<ContextState>,
     next_op: Rc<RefCell<u64>>,
+    kind: Arc<SimKind>,
 }
 
 impl SimCtx {
+    fn next_op(&self) -> u64 {
+        let mut n = self.next_op.borrow_mut();
+        *n += 1;
+        *n
+    }
+    /// Adds op `op` as a coalesced item and waits for it, as a `Queue`'s context does: through
+    /// the thread's lane where the lanes apply, else under the lock.
+    async fn batch(&self, op: u64) -> Result<()> {
+        let mut item = Some(op);
+        let mut wait: Option<SyncFuture<SimBackend>> = None;
+        std::future::poll_fn(|cx| {
+            if let Some(w) = &mut wait {
+                return Pin::new(w).poll(cx);
+            }
+            let op = item.take().expect("the first poll adds");
+            let (w, poll) = match self.core.batch_in_lane(&self.state, 0, &self.kind, op, cx) {
+                Ok(laned) => laned,
+                Err(op) => {
+                    let ((), w, poll) = self.core.record_and_wait(
+                        &self.state,
+                        0,
+                        |b| {
+                            b.pending.push(op);
+                            Ok(())
+                        },
+                        cx,
+                    )?;
+                    (w, poll)
+                }
+            };
+            wait = Some(w);
+            poll
+        })
+        .await
+    }
     fn record(&self) -> u64 {
-        let op = {
-            let mut n = self.next_op.borrow_mut();
-            *n += 1;
-            *n
-        };
+        let op = self.next_op();
         self.core
             .record(&self.state, |b| {
                 b.pending.push(op);
@@ -223,6 +269,7 @@ impl SimCtx {
             local: self.local.clone(),
             state: Arc::default(),
             next_op: self.next_op.clone(),
+            kind: self.kind.clone(),
         }
     }
     /// Whether the core knows the GPU has nothing left to do (every submission seen complete).
@@ -262,6 +309,8 @@ enum Step {
     Yield,
     Spawn(Vec<Step>),
     AwaitEarlier(u8),
+    /// A coalesced item, awaited at once (a crypto call on a `Queue`'s context).
+    Batch,
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -270,6 +319,7 @@ fn step() -> impl Strategy<Value = Step> {
         3 => Just(Step::Sync),
         1 => Just(Step::Yield),
         1 => any::<u8>().prop_map(Step::AwaitEarlier),
+        3 => Just(Step::Batch),
     ];
     leaf.prop_recursive(2, 16, 6, |inner| prop::collection::vec(inner, 0..6).prop_map(Step::Spawn))
 }
@@ -336,6 +386,20 @@ fn run_task(
                         }
                     }
                 }
+                Step::Batch => {
+                    let op = ctx.next_op();
+                    ctx.batch(op).await?;
+                    // The item's op ran on the simulated GPU before its wait ended.
+                    let counter = ctx.counter();
+                    let v = lock(&ctx.op_values()).get(&op).copied();
+                    if v.is_none_or(|v| v > counter) {
+                        world
+                            .borrow_mut()
+                            .violations
+                            .push(format!("item {op} not complete at wake: {v:?} counter {counter}"));
+                    }
+                    mine.push(op);
+                }
                 Step::Yield => YieldNow(false).await,
                 Step::Spawn(child) => {
                     let c = ctx.fork();
@@ -376,7 +440,7 @@ fn simulate(
     policy: WaitPolicy,
     faults: Faults,
     max_pending: usize,
-) -> std::result::Result<(), TestCaseError> {
+) -> std::result::Result<super::Stats, TestCaseError> {
     let gpu = Arc::new(Mutex::new(SimGpu {
         submitted: 0,
         counter: 0,
@@ -420,9 +484,16 @@ fn simulate(
     }
     let world = Rc::new(RefCell::new(World::default()));
     let next_op = Rc::new(RefCell::new(0));
+    let kind = Arc::new(SimKind);
     let no_faults = faults.fail_submit_per_mille == 0 && faults.timeout_per_mille == 0 && faults.lose_at_call.is_none();
     for p in programs {
-        let ctx = SimCtx { core: core.clone(), local: local.clone(), state: Arc::default(), next_op: next_op.clone() };
+        let ctx = SimCtx {
+            core: core.clone(),
+            local: local.clone(),
+            state: Arc::default(),
+            next_op: next_op.clone(),
+            kind: kind.clone(),
+        };
         let index = world.borrow().handles.len();
         let h = local.spawn(run_task(ctx, p, world.clone(), index));
         world.borrow_mut().handles.push(Some(h));
@@ -465,7 +536,7 @@ fn simulate(
         prop_assert!(stats.flushes <= stats.await_points, "{}", stats);
         prop_assert_eq!(stats.flushes, stats.submits);
     }
-    Ok(())
+    Ok(stats)
 }
 
 fn programs() -> impl Strategy<Value = Vec<Vec<Step>>> {
@@ -519,4 +590,23 @@ fn two_tasks_one_flush_one_wait() {
         usize::MAX,
     )
     .unwrap();
+}
+
+/// A `Queue`'s tasks (the model of one), group commit, one submission in flight at most: items
+/// awaited while a submission runs go through the lanes, and each wait ends only once its item
+/// ran on the simulated GPU (checked by the program's steps).
+#[test]
+fn items_added_while_the_gpu_is_busy_go_through_the_lanes() {
+    let programs = (0..8).map(|_| vec![Step::Batch, Step::Batch, Step::Record(1), Step::Batch, Step::Sync]).collect();
+    // Seed bits: 8 set (group commit), 10 clear (no group bound), 14 clear (depth 1), 15 and
+    // 16 clear (a `Queue`'s model).
+    let stats = simulate(
+        programs,
+        (1 << 8) | 1,
+        WaitPolicy::All,
+        Faults { fail_submit_per_mille: 0, timeout_per_mille: 0, lose_at_call: None },
+        usize::MAX,
+    )
+    .unwrap();
+    assert!(stats.laned_items > 0, "{stats:?}");
 }

@@ -151,10 +151,6 @@ pub(crate) trait Gathered: Send {
     fn encode(self: Box<Self>, rec: &mut Recording);
     /// Adds the items to those of the same kind in `into` (or adds them as a new kind).
     fn merge_into(self: Box<Self>, into: &mut Vec<Box<dyn Gathered>>);
-    /// How many items.
-    fn len(&self) -> usize;
-    /// Takes out the last `n` items (of the same kind), in their order.
-    fn split_back(&mut self, n: usize) -> Box<dyn Gathered>;
 }
 
 struct Items<K: BatchKind> {
@@ -187,33 +183,6 @@ impl<K: BatchKind> Gathered for Items<K> {
         }
         into.push(self);
     }
-    fn len(&self) -> usize {
-        self.items.len()
-    }
-    fn split_back(&mut self, n: usize) -> Box<dyn Gathered> {
-        let back = self.items.split_off(self.items.len() - n);
-        Box::new(Items { kind: self.kind.clone(), items: back })
-    }
-}
-
-/// What is left of a kind whose items all moved out (see [`Batches::split`]).
-struct Empty;
-
-impl Gathered for Empty {
-    fn key(&self) -> usize {
-        0
-    }
-    fn as_any(&mut self) -> &mut dyn Any {
-        self
-    }
-    fn encode(self: Box<Self>, _rec: &mut Recording) {}
-    fn merge_into(self: Box<Self>, _into: &mut Vec<Box<dyn Gathered>>) {}
-    fn len(&self) -> usize {
-        0
-    }
-    fn split_back(&mut self, _n: usize) -> Box<dyn Gathered> {
-        Box::new(Empty)
-    }
 }
 
 /// A recording's gathered items. Only reachable through `&mut` (never shared), so it is `Sync`
@@ -238,45 +207,22 @@ impl Batches {
             g.merge_into(&mut self.0);
         }
     }
-    /// Takes `n` items out, in chunks of `cap` items (the last may hold fewer), each with its
-    /// count. Each kind gives its last items first (taking them costs only their own moves),
-    /// which is no loss: items are self-contained, their order does not matter.
-    pub fn split(&mut self, mut n: usize, cap: usize) -> Vec<(Batches, usize)> {
-        let mut chunks = Vec::new();
-        let (mut cur, mut cur_n) = (Vec::new(), 0);
-        let mut kinds = std::mem::take(&mut self.0).into_iter();
-        let mut left: Vec<Box<dyn Gathered>> = Vec::new();
-        for mut g in kinds.by_ref() {
-            while n > 0 && g.len() > 0 {
-                let take = g.len().min(cap - cur_n).min(n);
-                let part = if take == g.len() { std::mem::replace(&mut g, Box::new(Empty)) } else { g.split_back(take) };
-                cur.push(part);
-                cur_n += take;
-                n -= take;
-                if cur_n == cap {
-                    chunks.push((Batches(std::mem::take(&mut cur)), cur_n));
-                    cur_n = 0;
-                }
-            }
-            if g.len() > 0 {
-                left.push(g);
-            }
-            if n == 0 {
-                break;
-            }
-        }
-        if cur_n > 0 {
-            chunks.push((Batches(cur), cur_n));
-        }
-        left.extend(kinds);
-        self.0 = left;
-        chunks
-    }
-
     /// How many kinds hold items.
-    #[allow(dead_code)] // used by the lanes' tests
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub fn kinds(&self) -> usize {
         self.0.len()
+    }
+    /// Takes every item of kind `K` out (the simulated queue's items, which it does not
+    /// encode).
+    #[cfg(test)]
+    pub fn take_items<K: BatchKind>(&mut self) -> Vec<K::Item> {
+        let mut out = Vec::new();
+        for g in &mut self.0 {
+            if let Some(items) = g.as_any().downcast_mut::<Items<K>>() {
+                out.append(&mut items.items);
+            }
+        }
+        out
     }
 }
 

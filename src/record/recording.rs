@@ -239,23 +239,6 @@ impl Recording {
         Ok(())
     }
 
-    /// How many batch items are recorded.
-    pub(crate) fn batch_count(&self) -> usize {
-        self.batch_items
-    }
-
-    /// Takes the batch items out in chunks of `cap` (each `(items, count)`), leaving the last
-    /// `cap` or fewer here.
-    pub(crate) fn split_batches(&mut self, cap: usize) -> Vec<(Batches, usize)> {
-        let keep = match self.batch_items % cap {
-            0 => cap,
-            r => r,
-        };
-        let chunks = self.batches.split(self.batch_items - keep, cap);
-        self.batch_items = keep.min(self.batch_items);
-        chunks
-    }
-
     /// Adds `n` batch items gathered apart (a queue's lanes, see [`crate::executor`]), whose
     /// kinds were checked against this recording's device when they were added.
     pub(crate) fn absorb_batches(&mut self, batches: Batches, n: usize) {
