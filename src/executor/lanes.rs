@@ -49,8 +49,8 @@
 //!
 //! Items are self-contained ([`crate::record::batch`]), so the order between lanes does not
 //! matter; a flush encodes each kind's items from all lanes together. The simulated-queue
-//! property tests (`executor::sim`) add items through the lanes; `tests/lanes.rs` runs them on
-//! the device.
+//! property tests (`executor::sim`) add items through the lanes, a `loom` model below checks
+//! step 4 against the driver going to sleep, and `tests/lanes.rs` runs the lanes on the device.
 
 use crate::record::batch::{BatchKind, Batches};
 use crate::util::lock;
@@ -221,5 +221,72 @@ mod tests {
         }
         assert_eq!(due, LANE_BOUND / lanes.group, "a flush is due at every group's worth");
         assert_eq!(lanes.push(&kind, 9, &waker).err(), Some(9));
+    }
+}
+
+#[cfg(all(test, feature = "loom-model"))]
+mod loom_model {
+    //! Step 4 of the protocol (nothing is left behind), with loom's mutexes, atomics and fence
+    //! in place of the queue's: a context adds an item to its lane, then reads the flags; the
+    //! driver, about to sleep with no flush running, sets its flag, then looks at the lanes. In
+    //! every interleaving either the driver takes the item in or the context sees the flag
+    //! (and takes it in itself, under the queue's lock, which also wakes the driver).
+    use loom::sync::atomic::{fence, AtomicBool, Ordering};
+    use loom::sync::{Arc, Mutex};
+
+    #[derive(Default)]
+    struct Queue {
+        /// The queue's lock: items taken in, whether the driver sleeps (un-notified).
+        state: Mutex<(u32, bool)>,
+        /// One lane: its items.
+        lane: Mutex<u32>,
+        driver_idle: AtomicBool,
+    }
+
+    fn take_in(q: &Queue, st: &mut (u32, bool)) {
+        let mut l = q.lane.lock().unwrap();
+        st.0 += std::mem::take(&mut *l);
+    }
+
+    #[test]
+    fn an_item_added_as_the_driver_goes_to_sleep_is_never_left_in_its_lane() {
+        loom::model(|| {
+            let q = Arc::new(Queue::default());
+            let context = {
+                let q = q.clone();
+                loom::thread::spawn(move || {
+                    *q.lane.lock().unwrap() += 1;
+                    fence(Ordering::SeqCst);
+                    if q.driver_idle.load(Ordering::SeqCst) {
+                        let mut st = q.state.lock().unwrap();
+                        take_in(&q, &mut st);
+                        // `notify_driver`: the flag is cleared with the notification.
+                        if st.1 {
+                            st.1 = false;
+                            q.driver_idle.store(false, Ordering::SeqCst);
+                        }
+                    }
+                })
+            };
+            {
+                // The driver decided to sleep (after taking the lanes in) in this hold.
+                let mut st = q.state.lock().unwrap();
+                take_in(&q, &mut st);
+                q.driver_idle.store(true, Ordering::SeqCst);
+                fence(Ordering::SeqCst);
+                if *q.lane.lock().unwrap() > 0 {
+                    take_in(&q, &mut st);
+                    q.driver_idle.store(false, Ordering::SeqCst);
+                } else {
+                    st.1 = true;
+                }
+            }
+            context.join().unwrap();
+            let st = q.state.lock().unwrap();
+            let left = *q.lane.lock().unwrap();
+            // The item was taken in, or the driver was woken to do it.
+            assert!(left == 0 || !st.1, "an item was left in its lane while the driver slept");
+            assert!(st.0 + left == 1);
+        });
     }
 }

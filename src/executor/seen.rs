@@ -1,7 +1,9 @@
 //! What a woken wait reads without the queue's lock.
 //!
 //! Everything else about waiters lives behind the queue's mutex (see
-//! [`crate::executor`], "When a task is woken"). This is the one exception, and the whole of it:
+//! [`crate::executor`], "When a task is woken"), or, for a `Queue`'s lane items until a flush
+//! takes them, behind their lane's (see [`super::lanes`]). This is the one exception, and the
+//! whole of it:
 //!
 //! - an epoch's submitted value ([`SubmittedValue`]), written under the lock when its flush is
 //!   published;
@@ -18,7 +20,7 @@
 //! failure flag is stored before (in lock order) any completed value that could make a failed
 //! slot look successful, so an `Acquire` load of the completed value that sees such a value also
 //! sees the flag. The `loom` model below checks these orderings (run it with
-//! `cargo test --lib --features loom-model seen`; `cargo xtask test` does).
+//! `cargo test --lib --features loom-model loom_model`; `cargo xtask test` does).
 
 #[cfg(feature = "loom-model")]
 use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -146,9 +146,9 @@ fn test() -> Result<(), String> {
         c,
     )?;
     let mut c = cargo();
-    c.args(["test", "--lib", "--features", "loom-model", "seen"]);
+    c.args(["test", "--lib", "--features", "loom-model", "loom_model"]);
     run(
-        "the loom model of what woken waits read without the queue's lock (cargo test --lib --features loom-model seen)",
+        "the loom models of what woken waits read without the queue's lock and of the lanes' handshake (cargo test --lib --features loom-model loom_model)",
         c,
     )
 }
