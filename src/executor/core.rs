@@ -229,6 +229,8 @@ pub(crate) struct Options {
     /// GPU is idle; 2 submits it behind the one submission the GPU is running, so that its
     /// encoding overlaps the GPU's work (see [`crate::QueueBuilder::pipeline_depth`]).
     pub depth: usize,
+    /// Coalesced items may go through lanes (see [`super::lanes`]): a [`crate::Queue`]'s core.
+    pub lanes: bool,
 }
 
 /// The lock on a queue's state; see [`QueueCore::lock`].
@@ -330,8 +332,8 @@ pub(crate) struct QueueCore<B> {
     /// Coalesced items of a [`crate::Queue`]'s contexts gathered without the lock (see
     /// [`super::lanes`]), used while `room` is false.
     lanes: Lanes<Epoch>,
-    /// Whether the lanes may be used at all: group commit, no wait timeout (a lane's waker
-    /// carries no outcome), no per-context timing.
+    /// Whether the lanes may be used at all: a [`crate::Queue`]'s core, group commit, no wait
+    /// timeout (a lane's waker carries no outcome), no per-context timing.
     lanes_on: bool,
     /// No flush runs and fewer submissions than the pipeline depth are in flight: gathered
     /// work may be submitted now. Stored under the lock whenever it changes.
@@ -351,7 +353,10 @@ impl<B: Backend> QueueCore<B> {
         let lanes = Lanes::new(&epoch);
         Arc::new(QueueCore {
             lanes,
-            lanes_on: options.flush == FlushPolicy::GroupCommit && options.timeout.is_none() && !timing,
+            lanes_on: options.lanes
+                && options.flush == FlushPolicy::GroupCommit
+                && options.timeout.is_none()
+                && !timing,
             room: AtomicBool::new(true),
             lanes_closed: AtomicBool::new(false),
             trace,
@@ -1037,10 +1042,10 @@ impl<B: Backend> QueueCore<B> {
     }
 
     fn wait_target(&self, st: &State<B>) -> Option<u64> {
-        let (keys, lanes) = (st.by_value.keys(), st.by_value_wakers.keys());
+        let (mut keys, mut lanes) = (st.by_value.keys(), st.by_value_wakers.keys());
         match self.options.policy {
-            WaitPolicy::All => keys.max().into_iter().chain(lanes.max()).max().copied(),
-            WaitPolicy::Oldest => keys.min().into_iter().chain(lanes.min()).min().copied(),
+            WaitPolicy::All => keys.next_back().into_iter().chain(lanes.next_back()).max().copied(),
+            WaitPolicy::Oldest => keys.next().into_iter().chain(lanes.next()).min().copied(),
         }
     }
 

@@ -543,6 +543,8 @@ pub(crate) fn default_options() -> Options {
         flush: FlushPolicy::GroupCommit,
         memory_bound: None,
         shutdown: DEFAULT_SHUTDOWN_TIMEOUT,
+        // A `Queue` turns them on (an executor's contexts never add items from other threads).
+        lanes: false,
     }
 }
 

@@ -165,7 +165,7 @@ impl QueueBuilder {
     /// Creates the queue and starts its driver thread.
     pub fn build(self) -> Result<Queue> {
         let backend = VulkanBackend::with_trace(&self.device, &self.trace)?;
-        let options = Options { flush: FlushPolicy::GroupCommit, ..self.options };
+        let options = Options { flush: FlushPolicy::GroupCommit, lanes: true, ..self.options };
         let core = QueueCore::new(backend, options);
         let driver = Mutex::new(Some(spawn_driver(&core, "vkasync-queue")?));
         Ok(Queue { inner: Arc::new(Inner { core, device: self.device, driver }) })

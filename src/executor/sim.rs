@@ -475,6 +475,7 @@ fn simulate(
             group_bound,
             depth,
             shutdown: Duration::from_secs(10),
+            lanes: true,
         },
     );
     let local = Local::new(core.clone(), Drive::Inline(SimWaiter(gpu.clone())));
