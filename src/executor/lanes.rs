@@ -6,8 +6,10 @@
 //! (to add the item and register its wait). The hold itself is short, but each one moves the
 //! lock's state (the recording, the waiter table, the epoch's reference count) from the last
 //! holder's core: about a microsecond per item on the H200's host, one item at a time, while
-//! the threads that found the lock taken slept. Traced there, 16 tokio workers sealed about one
-//! record per 1.2–1.5 µs in all, whether one worker or ten were running.
+//! the threads that found the lock taken slept. Traced there
+//! (`benchmarks/2026-12-04-h200-d3b62d8/more/`), 16 tokio workers sealed about one record per
+//! 1.2–1.5 µs in all, whether one worker or ten were running; with the lanes, the host time per
+//! record fell from 17.6–21.5 µs to 11.0–12.7 (`benchmarks/2026-12-04-h200-51a1192/`).
 //!
 //! # The protocol
 //! A queue has one lane per host core (at most [`MAX_LANES`]); a thread records into the lane
