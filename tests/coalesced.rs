@@ -21,29 +21,6 @@ fn cpu_hmac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
     m.finalize().into_bytes().into()
 }
 
-/// The record layer composed from the RustCrypto crates: AES-CTR from the nonce, then HMAC
-/// over nonce and ciphertext.
-fn cpu_seal(aes_key: &[u8], mac_key: &[u8], prefix: [u8; 4], seq: u64, plaintext: &[u8]) -> (Vec<u8>, [u8; 32]) {
-    let mut nonce = [0u8; 16];
-    nonce[..4].copy_from_slice(&prefix);
-    nonce[4..12].copy_from_slice(&seq.to_be_bytes());
-    let ct = cpu_ctr(aes_key, &nonce, plaintext);
-    let tag = cpu_hmac(mac_key, &[&nonce, &ct]);
-    (ct, tag)
-}
-
-fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 #[test]
 fn a_thousand_tasks_with_their_own_keys_share_one_aes_dispatch() {
     let _w = Watchdog::new(std::time::Duration::from_secs(300));

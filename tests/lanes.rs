@@ -6,33 +6,9 @@
 mod common;
 
 use common::*;
-use hmac::Mac;
 use std::time::Duration;
 use vkasync::crypto::{Crypto, Offload, RecordKeys};
 use vkasync::Queue;
-
-fn cpu_seal(aes_key: &[u8], mac_key: &[u8], prefix: [u8; 4], seq: u64, plaintext: &[u8]) -> (Vec<u8>, [u8; 32]) {
-    let mut nonce = [0u8; 16];
-    nonce[..4].copy_from_slice(&prefix);
-    nonce[4..12].copy_from_slice(&seq.to_be_bytes());
-    let ct = cpu_ctr(aes_key, &nonce, plaintext);
-    let mut m = hmac::Hmac::<sha2::Sha256>::new_from_slice(mac_key).unwrap();
-    m.update(&nonce);
-    m.update(&ct);
-    (ct, m.finalize().into_bytes().into())
-}
-
-fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 /// Connection `c`'s keys.
 fn keys(c: u64) -> (Vec<u8>, Vec<u8>, RecordKeys) {

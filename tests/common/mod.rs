@@ -80,6 +80,33 @@ pub fn cpu_ctr(key: &[u8], iv: &[u8; 16], data: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The record layer composed from the RustCrypto crates: AES-CTR from the nonce (prefix, `seq`
+/// big-endian, zeros), then HMAC-SHA256 over nonce and ciphertext.
+pub fn cpu_seal(aes_key: &[u8], mac_key: &[u8], prefix: [u8; 4], seq: u64, plaintext: &[u8]) -> (Vec<u8>, [u8; 32]) {
+    use hmac::Mac;
+    let mut nonce = [0u8; 16];
+    nonce[..4].copy_from_slice(&prefix);
+    nonce[4..12].copy_from_slice(&seq.to_be_bytes());
+    let ct = cpu_ctr(aes_key, &nonce, plaintext);
+    let mut m = hmac::Hmac::<sha2::Sha256>::new_from_slice(mac_key).expect("any key length");
+    m.update(&nonce);
+    m.update(&ct);
+    (ct, m.finalize().into_bytes().into())
+}
+
+/// `len` pseudo-random bytes from `seed` (xorshift).
+pub fn bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
 /// The `mix` kernel on the CPU.
 pub fn mix_cpu(x: u32, k: u32) -> u32 {
     let mut x = x;
