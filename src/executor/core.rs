@@ -410,11 +410,12 @@ impl<B: Backend> QueueCore<B> {
     pub fn stats(&self) -> Stats {
         let c = &self.counters;
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let laned = self.lanes.added();
         Stats {
             tasks_spawned: g(&c.tasks_spawned),
             tasks_completed: g(&c.tasks_completed),
             // A lane item's wait is an await point, counted by its lane.
-            await_points: g(&c.await_points) + self.lanes.added(),
+            await_points: g(&c.await_points) + laned,
             flushes: g(&c.flushes),
             submits: g(&c.submits),
             host_waits: g(&c.host_waits),
@@ -426,7 +427,7 @@ impl<B: Backend> QueueCore<B> {
             spin_ns: g(&c.spin_ns),
             flush_ns: g(&c.flush_ns),
             handed_flushes: g(&c.handed_flushes),
-            laned_items: self.lanes.added(),
+            laned_items: laned,
             memory_peak: self.budget.as_ref().map_or(0, |b| b.peak()),
         }
     }
@@ -638,11 +639,17 @@ impl<B: Backend> QueueCore<B> {
     /// beside its waiters (see [`super::lanes`]); once the queue stopped or lost its device,
     /// the items are dropped and their tasks woken to find that out.
     fn absorb_lanes(&self, st: &mut State<B>, wakers: &mut Vec<Waker>) {
+        self.take_lanes(st, wakers, None);
+    }
+
+    /// [`QueueCore::absorb_lanes`]; with `next`, each lane records into `next` from then on (a
+    /// flush, which makes `next` the recording epoch in the same hold of the lock).
+    fn take_lanes(&self, st: &mut State<B>, wakers: &mut Vec<Waker>, next: Option<&Arc<Epoch>>) {
         if !self.lanes_on {
             return;
         }
         let (mut batches, mut woken) = (Batches::default(), Vec::new());
-        let n = self.lanes.drain(&mut batches, &mut woken, None);
+        let n = self.lanes.drain(&mut batches, &mut woken, next);
         if st.fatal.is_some() || st.stopped {
             wakers.append(&mut woken);
             return;
@@ -763,13 +770,11 @@ impl<B: Backend> QueueCore<B> {
             // The lanes' items go with this epoch, and the lanes record into the next one
             // (see [`super::lanes`]).
             let next = Epoch::recording();
+            self.take_lanes(&mut st, wakers, Some(&next));
             let mut lane_wakers = std::mem::take(&mut st.lane_wakers);
-            let mut batches = Batches::default();
-            let laned = if self.lanes_on { self.lanes.drain(&mut batches, &mut lane_wakers, Some(&next)) } else { 0 };
             let epoch = std::mem::replace(&mut st.epoch, next);
             let keys = std::mem::take(&mut st.pending_waiters);
             if let Some(e) = st.fatal.clone() {
-                drop(batches);
                 st.backend.abandon();
                 epoch.set(EpochStatus::Failed(e.clone()));
                 for k in keys {
@@ -778,9 +783,6 @@ impl<B: Backend> QueueCore<B> {
                 wakers.append(&mut lane_wakers);
                 st.flush_again = false;
                 return st;
-            }
-            if laned > 0 {
-                st.backend.absorb_batches(batches, laned);
             }
             bump(&self.counters.flushes, 1);
             let recorded = st.backend.pending_len();
