@@ -371,6 +371,39 @@ proptest! {
     }
 }
 
+/// Flushes of thousands of records, one after another through one `Crypto`: each flush writes
+/// its key and row tables into the memory of the tables of flushes before it (see the crypto
+/// batch's `Spare`), longer or shorter than its own; every record still matches RustCrypto,
+/// whether its keys are shared with its neighbours or not.
+#[test]
+fn flushes_of_thousands_of_records_one_after_another_match_rustcrypto() {
+    let device = device();
+    let crypto = Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu);
+    for (round, n) in [5000u64, 300, 2000].into_iter().enumerate() {
+        let mut cmds = CommandList::new(&device);
+        let mut pending = Vec::new();
+        for i in 0..n {
+            // Runs of four records share their keys; every 700th uses one key of its own.
+            let seed = if i % 700 == 0 { 1_000_000 + round as u64 } else { i / 4 + 10_000 * round as u64 };
+            let aes_key = bytes(if seed % 2 == 0 { 16 } else { 32 }, seed);
+            let mac_key = bytes(1 + (seed % 70) as usize, seed ^ 1);
+            let plain = bytes((i % 13) as usize * 29, i ^ seed);
+            let prefix = (seed as u32).to_le_bytes();
+            let keys = RecordKeys::new(&aes_key, &mac_key, prefix).unwrap();
+            let p = crypto.prepare_seal(&mut cmds, &keys, i, &plain).unwrap();
+            pending.push((p, cpu_seal(&aes_key, &mac_key, prefix, i, &plain)));
+        }
+        cmds.submit_and_wait().unwrap();
+        for (i, (p, (ct, tag))) in pending.into_iter().enumerate() {
+            let s = p.finish().unwrap();
+            assert!(s.ciphertext == ct, "round {round}, record {i}: ciphertext differs");
+            assert_eq!(s.tag, tag, "round {round}, record {i}: tag differs");
+        }
+    }
+    drop(crypto);
+    assert_no_validation_messages(&device);
+}
+
 #[test]
 fn small_flushes_run_on_the_host_and_agree_with_the_gpu() {
     let device = device();

@@ -31,11 +31,11 @@ use super::{AesKey, HmacKey};
 use crate::error::{Error, Result};
 use crate::record::batch::{BatchKind, Encoder};
 use crate::record::staging::{Arena, Slot};
-use crate::util::IdMap;
+use crate::util::{lock, IdMap};
 use crate::{kernels, Arg, Buffer, Device, Kernel, MemoryKind, Recorder};
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// AES-CTR over `len` bytes at byte `at` of the slot (a multiple of 16), from `counter`.
 pub(crate) struct AesPart {
@@ -258,6 +258,8 @@ pub(crate) struct CryptoBatch {
     pub offload: OffloadRule,
     /// How much `Auto` seals at once before records join a flush again (see [`super::credit`]).
     pub credit: HostCredit,
+    /// The row and key tables of flushes encoded before, cleared, for the next (see [`Spare`]).
+    spare: Mutex<Spare>,
 }
 
 /// When a flush runs on the host (see [`super::Offload`]).
@@ -377,6 +379,7 @@ impl CryptoBatch {
             window,
             offload,
             credit: HostCredit::default(),
+            spare: Mutex::default(),
         })
     }
 }
@@ -394,6 +397,7 @@ impl CryptoBatch {
             window,
             offload,
             credit: HostCredit::default(),
+            spare: Mutex::default(),
         }
     }
 }
@@ -474,7 +478,65 @@ fn to_u32(v: u64, what: &'static str) -> Result<u32> {
     u32::try_from(v).map_err(|_| Error::TooLarge { what, requested: v, limit: u32::MAX as u64 })
 }
 
+/// Cleared tables of earlier flushes, kept with their memory. A flush's key tables hold about
+/// 300 bytes per item (an AES schedule and two HMAC midstates): allocated afresh, thousands of
+/// items are megabytes of new pages, each faulted in on first write, and on the H200's host that
+/// was most of the 3 to 4 ms per 10,000 records that a run's flushes spent building their rows
+/// (`benchmarks/2026-12-04-h200-984a5cf/`). Kept, the next flush writes into memory already
+/// mapped. At most [`SPARE_KEYS`] key tables and [`SPARE_GROUPS`] groups are kept.
+#[derive(Default)]
+struct Spare {
+    keys: Vec<Keys>,
+    groups: Vec<Group>,
+}
+
+/// Key tables kept at most (about one per flush in flight, and one being encoded).
+const SPARE_KEYS: usize = 4;
+/// Groups kept at most (a flush has one per staging chunk its items use).
+const SPARE_GROUPS: usize = 32;
+
+impl Spare {
+    fn keys(&mut self) -> Keys {
+        self.keys.pop().unwrap_or_default()
+    }
+
+    fn group(&mut self) -> Group {
+        self.groups.pop().unwrap_or_default()
+    }
+
+    fn give_back(&mut self, mut keys: Keys, groups: impl IntoIterator<Item = Group>) {
+        if self.keys.len() < SPARE_KEYS {
+            keys.clear();
+            self.keys.push(keys);
+        }
+        for mut g in groups {
+            if self.groups.len() >= SPARE_GROUPS {
+                break;
+            }
+            g.clear();
+            self.groups.push(g);
+        }
+    }
+}
+
+impl Keys {
+    fn clear(&mut self) {
+        self.aes.clear();
+        self.mac.clear();
+        self.last_aes = None;
+        self.last_mac = None;
+    }
+}
+
 impl Group {
+    fn clear(&mut self) {
+        self.mac_first.clear();
+        self.aes.clear();
+        self.hashes.clear();
+        self.home.clear();
+        (self.mac_first_max, self.aes_blocks, self.hashes_max) = (0, 0, 0);
+    }
+
     fn hash_row(slot: &Slot, p: &HashPart, keys: &mut Keys) -> Result<[u32; 4]> {
         Ok([
             to_u32(slot.offset + p.at, "message offset in a staging chunk")?,
@@ -501,7 +563,9 @@ impl BatchKind for CryptoBatch {
             return Ok(());
         }
         let completion = enc.completion();
-        let mut keys = Keys { aes: Vec::with_capacity(items.len() * AES_SCHEDULE_WORDS), ..Keys::default() };
+        let mut keys = lock(&self.spare).keys();
+        keys.aes.reserve(items.len() * AES_SCHEDULE_WORDS);
+        keys.mac.reserve(items.len() * 16);
         let mut groups: Vec<(Arc<crate::record::staging::StagingBlock>, Group)> = Vec::new();
         let mut group_ix: IdMap<usize, usize> = IdMap::default();
         let mut last: Option<(usize, usize)> = None;
@@ -513,7 +577,7 @@ impl BatchKind for CryptoBatch {
             let g = match last {
                 Some((p, g)) if p == ptr => g,
                 _ => *group_ix.entry(ptr).or_insert_with(|| {
-                    groups.push((slot.chunk.clone(), Group::default()));
+                    groups.push((slot.chunk.clone(), lock(&self.spare).group()));
                     groups.len() - 1
                 }),
             };
@@ -550,7 +614,7 @@ impl BatchKind for CryptoBatch {
         let device = enc.device().clone();
         let aes_keys = if keys.aes.is_empty() { None } else { Some(table(&device, &keys.aes)?) };
         let mac_keys = table(&device, &keys.mac)?;
-        for (chunk, mut group) in groups {
+        for (chunk, group) in groups.iter_mut() {
             let data = Arg { buffer: chunk.work.clone(), kind: crate::BindingKind::Storage };
             // On a discrete GPU: the inputs from the host side, then the same ranges back.
             let mut ranges: Vec<(u64, u64, u64)> = Vec::with_capacity(group.home.len());
@@ -581,6 +645,7 @@ impl BatchKind for CryptoBatch {
             }
         }
         enc.host_will_read();
+        lock(&self.spare).give_back(keys, groups.into_iter().map(|(_, g)| g));
         Ok(())
     }
 
@@ -661,6 +726,41 @@ mod tests {
         assert_eq!(OffloadRule::Below(u64::MAX).inline(1 << 20), Inline::Never);
         assert_eq!(OffloadRule::Below(0).inline(16), Inline::Never);
         assert_eq!(OffloadRule::Below(10_000).inline(16), Inline::Never);
+    }
+
+    #[test]
+    fn spare_tables_come_back_empty_with_their_memory() {
+        let mut spare = Spare::default();
+        let key = Arc::new(AesKey::new(&[1; 32]).unwrap());
+        let mac = Some(Arc::new(HmacKey::new(b"k")));
+        let mut keys = spare.keys();
+        for _ in 0..100 {
+            keys.aes(&Arc::new(AesKey::new(&[2; 16]).unwrap()));
+        }
+        keys.aes(&key);
+        keys.mac(&mac);
+        let mut group = spare.group();
+        group.mac_first.push([1; 4]);
+        group.aes.extend([[2; 4], [3; 4]]);
+        group.hashes.push([4; 4]);
+        group.home.push((5, 6));
+        (group.mac_first_max, group.aes_blocks, group.hashes_max) = (7, 8, 9);
+        let capacity = keys.aes.capacity();
+        spare.give_back(keys, [group]);
+        let (mut keys, group) = (spare.keys(), spare.group());
+        assert!(keys.aes.is_empty() && keys.mac.is_empty(), "key tables cleared");
+        assert!(keys.last_aes.is_none() && keys.last_mac.is_none(), "no key remembered from the last flush");
+        assert_eq!(keys.aes.capacity(), capacity, "the memory is kept");
+        assert!(group.mac_first.is_empty() && group.aes.is_empty() && group.hashes.is_empty());
+        assert!(group.home.is_empty(), "no range of an earlier flush is copied again");
+        assert_eq!((group.mac_first_max, group.aes_blocks, group.hashes_max), (0, 0, 0));
+        // The same key is added again, at the start of the table.
+        assert_eq!(keys.aes(&key), 0);
+        // At most so many are kept.
+        for _ in 0..SPARE_KEYS + 2 {
+            spare.give_back(Keys::default(), (0..SPARE_GROUPS + 2).map(|_| Group::default()));
+        }
+        assert_eq!((spare.keys.len(), spare.groups.len()), (SPARE_KEYS, SPARE_GROUPS));
     }
 
     /// Whether `rule` keeps a flush of `n` sealed records of `len` bytes on the host.
