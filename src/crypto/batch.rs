@@ -12,7 +12,8 @@
 //!
 //! each digest written into the slot where the item asked. At the flush, [`CryptoBatch::encode`]
 //! builds the per-flush tables (key schedules and HMAC midstates, deduplicated by key; one row
-//! per AES range with its key, counter, place and length; one row per message) and records,
+//! per AES range with its key, counter, place and length; one row per message; in memory kept
+//! from the flushes before, see [`Spare`]) and records,
 //! per staging chunk: on a discrete GPU one copy of every item's slot from the chunk's host
 //! side to the GPU's buffer, the `mac_first` hashes, the AES ranges, the hashes, and one copy
 //! back. The recording orders them (they all use the chunk) and ends with a barrier to host
@@ -482,7 +483,7 @@ fn to_u32(v: u64, what: &'static str) -> Result<u32> {
 /// 300 bytes per item (an AES schedule and two HMAC midstates): allocated afresh, thousands of
 /// items are megabytes of new pages, each faulted in on first write, and on the H200's host that
 /// was most of the 3 to 4 ms per 10,000 records that a run's flushes spent building their rows
-/// (`benchmarks/2026-12-04-h200-984a5cf/`). Kept, the next flush writes into memory already
+/// (`benchmarks/2026-12-04-h200-2b64879/`). Kept, the next flush writes into memory already
 /// mapped. At most [`SPARE_KEYS`] key tables and [`SPARE_GROUPS`] groups are kept.
 #[derive(Default)]
 struct Spare {
