@@ -485,7 +485,8 @@ fn to_u32(v: u64, what: &'static str) -> Result<u32> {
 /// writes into memory already mapped: on the H200's host the rows of 10,000 records took 1.9–2.2
 /// ms per run instead of 3.5–3.6 at 16 KiB, 2.3–2.6 instead of 3.0–3.8 at 1 KiB
 /// (`benchmarks/2026-12-04-h200-2b64879/`). At most [`SPARE_KEYS`] key tables and
-/// [`SPARE_GROUPS`] groups are kept.
+/// [`SPARE_GROUPS`] groups are kept, none larger than [`SPARE_MAX_BYTES`] (a rare huge flush does
+/// not keep its memory for ever).
 #[derive(Default)]
 struct Spare {
     keys: Vec<Keys>,
@@ -496,6 +497,8 @@ struct Spare {
 const SPARE_KEYS: usize = 4;
 /// Groups kept at most (a flush has one per staging chunk its items use).
 const SPARE_GROUPS: usize = 32;
+/// The largest table kept (about 55,000 items' keys).
+const SPARE_MAX_BYTES: usize = 16 << 20;
 
 impl Spare {
     fn keys(&mut self) -> Keys {
@@ -507,7 +510,8 @@ impl Spare {
     }
 
     fn give_back(&mut self, mut keys: Keys, groups: impl IntoIterator<Item = Group>) {
-        if self.keys.len() < SPARE_KEYS {
+        let key_bytes = 4 * (keys.aes.capacity() + keys.mac.capacity());
+        if self.keys.len() < SPARE_KEYS && key_bytes <= SPARE_MAX_BYTES {
             keys.clear();
             self.keys.push(keys);
         }
@@ -515,8 +519,11 @@ impl Spare {
             if self.groups.len() >= SPARE_GROUPS {
                 break;
             }
-            g.clear();
-            self.groups.push(g);
+            let rows = g.mac_first.capacity() + g.aes.capacity() + g.hashes.capacity() + g.home.capacity();
+            if 16 * rows <= SPARE_MAX_BYTES {
+                g.clear();
+                self.groups.push(g);
+            }
         }
     }
 }
@@ -758,6 +765,13 @@ mod tests {
         assert_eq!((group.mac_first_max, group.aes_blocks, group.hashes_max), (0, 0, 0));
         // The same key is added again, at the start of the table.
         assert_eq!(keys.aes(&key), 0);
+        // None too large is kept.
+        let mut huge = Keys::default();
+        huge.aes.reserve(SPARE_MAX_BYTES / 4 + 1);
+        let mut wide = Group::default();
+        wide.aes.reserve(SPARE_MAX_BYTES / 16 + 1);
+        spare.give_back(huge, [wide]);
+        assert!(spare.keys.is_empty() && spare.groups.is_empty(), "a huge flush's tables are freed");
         // At most so many are kept.
         for _ in 0..SPARE_KEYS + 2 {
             spare.give_back(Keys::default(), (0..SPARE_GROUPS + 2).map(|_| Group::default()));
