@@ -431,6 +431,14 @@ struct Keys {
 const AES_SCHEDULE_WORDS: usize = 60;
 
 impl Keys {
+    /// Empties the tables for the next flush, keeping their memory.
+    fn clear(&mut self) {
+        self.aes.clear();
+        self.mac.clear();
+        self.last_aes = None;
+        self.last_mac = None;
+    }
+
     fn aes(&mut self, key: &Arc<AesKey>) -> u32 {
         let ptr = Arc::as_ptr(key) as usize;
         match self.last_aes {
@@ -528,16 +536,8 @@ impl Spare {
     }
 }
 
-impl Keys {
-    fn clear(&mut self) {
-        self.aes.clear();
-        self.mac.clear();
-        self.last_aes = None;
-        self.last_mac = None;
-    }
-}
-
 impl Group {
+    /// Empties the rows for the next flush, keeping their memory.
     fn clear(&mut self) {
         self.mac_first.clear();
         self.aes.clear();
