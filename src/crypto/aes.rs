@@ -80,10 +80,13 @@ impl Crypto {
 #[derive(Clone)]
 pub struct AesKey {
     pub(super) rounds: u32,
-    /// FIPS-197 `w[0..4 * (rounds + 1)]`, big-endian words.
-    pub(super) schedule: Vec<u32>,
-    /// The key itself, for the host side of the offload.
-    pub(super) raw: Vec<u8>,
+    /// FIPS-197 `w[0..4 * (rounds + 1)]`, big-endian words, zero after them (the 15 round keys
+    /// of AES-256 at most; inline, so that a connection's keys cost no allocation of their own
+    /// and the schedule is read where the key is).
+    pub(super) schedule: [u32; 60],
+    /// The key itself (its first `16 + 8 * (rounds - 10)` bytes), for the host side of the
+    /// offload.
+    raw: [u8; 32],
     /// RustCrypto's expanded key for the host side of the offload, made at its first use:
     /// records of one connection then expand their key once, not once per record.
     host: std::sync::OnceLock<HostCipher>,
@@ -136,14 +139,23 @@ impl AesKey {
                 key.len()
             ))
         })?;
-        Ok(AesKey { rounds, schedule, raw: key.to_vec(), host: std::sync::OnceLock::new() })
+        let mut words = [0u32; 60];
+        words[..schedule.len()].copy_from_slice(&schedule);
+        let mut raw = [0u8; 32];
+        raw[..key.len()].copy_from_slice(key);
+        Ok(AesKey { rounds, schedule: words, raw, host: std::sync::OnceLock::new() })
+    }
+
+    /// The key's bytes.
+    fn raw(&self) -> &[u8] {
+        &self.raw[..(self.bits() / 8) as usize]
     }
 
     /// RustCrypto's expanded key (made once).
     pub(super) fn host_cipher(&self) -> &HostCipher {
         self.host.get_or_init(|| {
             use aes::cipher::KeyInit;
-            let k = &self.raw[..];
+            let k = self.raw();
             match k.len() {
                 16 => HostCipher::Aes128(aes::Aes128::new(k.into())),
                 24 => HostCipher::Aes192(aes::Aes192::new(k.into())),
