@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# One loan's comparison of `tls_pipeline` builds on the H200, with everything a run must record:
+# each configuration alone in its process, the builds alternating round by round, every timed
+# run logged with the host's clock (`--runs-csv`) beside the SM clock sampled every 50 ms and
+# matched with it (`clock_join.py`); RustCrypto on all cores (`cpu-all`) in every round; OpenSSL's
+# AES-256-CTR and HMAC-SHA256 on one core and on every core at each record size. Everything
+# goes to one archive, `$OUT/ab.tgz`.
+#
+# Run on the device machine from the repository root, with the binaries built here and carried
+# there (see `../shared/GPU.md`):
+#
+#   benchmarks/tools/ab_h200.sh base=.gpu/tls-base new=.gpu/tls-new
+#
+# Settings (environment): ROUNDS (3), SIZES ("16384 1024"), MODES ("staged-tokio"),
+# CONNECTIONS (10000), REPS (9), BUDGET (seconds for the timed part, 400). Builds are run in
+# the order given, the first also for `cpu-all` and the warm-up. A build's stats line
+# (flushes, flush_ms, ...) is in its process's `.txt`; `summary.csv` has one row per process.
+set -u
+[ $# -ge 1 ] || { echo "usage: $0 NAME=BINARY [NAME=BINARY ...]" >&2; exit 2; }
+OUT=${OUT:-/tmp/ab-out}
+R=$OUT/ab
+mkdir -p "$R/csv" "$R/runs"
+tools=$(cd "$(dirname "$0")" && pwd)
+
+# The Vulkan loader and the NVIDIA ICD, as GPU.md describes (skipped where absent).
+if ls .gl/*.deb > /dev/null 2>&1; then
+    for f in .gl/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+fi
+icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+[ -f "$icd" ] && export VK_DRIVER_FILES=$icd
+
+printf '%s\n' "$@" > "$R/builds.txt"
+{ date -u; nproc; uname -r; } > "$R/host.txt"
+clocks=""
+if command -v nvidia-smi > /dev/null; then
+    nvidia-smi -L > "$R/gpu.txt" 2>&1
+    nvidia-smi --query-gpu=timestamp,clocks.sm,utilization.gpu --format=csv -lms 50 > "$R/clocks-50ms.csv" 2>&1 &
+    clocks=$!
+fi
+
+first=${1#*=}
+export R first
+export ROUNDS=${ROUNDS:-3} SIZES=${SIZES:-"16384 1024"} MODES=${MODES:-staged-tokio}
+export CONNECTIONS=${CONNECTIONS:-10000} REPS=${REPS:-9}
+timeout "${BUDGET:-400}" bash -c '
+one() { # name binary mode size
+    "$2" --connections $CONNECTIONS --records 1 --record-size $4 --reps $REPS --modes $3 \
+        --csv $R/csv/$1.csv --runs-csv $R/runs/$1.csv > $R/$1.txt 2>&1
+}
+one warm "$first" staged-tokio 1024
+for round in $(seq 1 $ROUNDS); do
+    for size in $SIZES; do
+        for spec in "$@"; do
+            for mode in $MODES; do
+                one "s$size-$mode-${spec%%=*}-$round" "${spec#*=}" $mode $size
+            done
+        done
+        one "s$size-cpu-all-$round" "$first" cpu-all $size
+    done
+done
+' _ "$@"
+echo "timed part: exit $?" > "$R/exit.txt"
+[ -n "$clocks" ] && kill "$clocks"
+
+# OpenSSL on this host: one core, then one process per core at once (the sum is all cores).
+{
+    openssl version
+    for b in $SIZES; do
+        for a in "-evp aes-256-ctr" "-hmac sha256"; do
+            one=$(openssl speed -seconds 1 $a -bytes $b 2>/dev/null | tail -1)
+            all=$(for p in $(seq "$(nproc)"); do openssl speed -seconds 1 $a -bytes $b 2>/dev/null | tail -1 & done; wait)
+            sum=$(awk '{gsub("k", "", $NF); s += $NF} END {printf "%.2f", s * 1000 / 1e9}' <<< "$all")
+            echo "$b B, $a: one core: $one; $(nproc) processes at once: $sum GB/s in all"
+        done
+    done
+} > "$R/openssl.txt" 2>&1
+
+# One row per process: its median run, host time per record and the flush stats.
+python3 - "$R" > "$R/summary.csv" << 'EOF'
+import csv, glob, os, re, sys
+r = sys.argv[1]
+print("process,mode,record_bytes,gb_per_s,gb_per_s_min,gb_per_s_max,cpu_us_per_record,flushes,flush_ms")
+for path in sorted(glob.glob(os.path.join(r, "csv", "*.csv"))):
+    name = os.path.basename(path)[:-4]
+    text = open(os.path.join(r, name + ".txt")).read() if os.path.exists(os.path.join(r, name + ".txt")) else ""
+    stats = dict(re.findall(r"(flushes|flush_ms)=([0-9.]+)", text))
+    for row in csv.DictReader(open(path)):
+        print(",".join([name, row["mode"], row["record_bytes"], row["gb_per_s"], row["gb_per_s_min"],
+                        row["gb_per_s_max"], row["cpu_us_per_record"], stats.get("flushes", ""),
+                        stats.get("flush_ms", "")]))
+EOF
+if [ -s "$R/clocks-50ms.csv" ]; then
+    python3 "$tools/clock_join.py" "$R/clocks-50ms.csv" "$R"/runs/*.csv > "$R/clocks-by-run.txt" 2>&1
+fi
+cd "$OUT" && tar czf ab.tgz ab && rm -rf ab
