@@ -12,9 +12,12 @@
 #   benchmarks/tools/ab_h200.sh base=.gpu/tls-base new=.gpu/tls-new
 #
 # Settings (environment): ROUNDS (3), SIZES ("16384 1024"), MODES ("staged-tokio"),
-# CONNECTIONS (10000), REPS (9), BUDGET (seconds for the timed part, 400). Builds are run in
-# the order given, the first also for `cpu-all` and the warm-up. A build's stats line
-# (flushes, flush_ms, ...) is in its process's `.txt`; `summary.csv` has one row per process.
+# CONNECTIONS (10000), REPS (9), BUDGET (seconds for the timed part, 400), TRACE (1: then each
+# build also runs once per size traced, `VKASYNC_TRACE`, its first mode, 3 runs; `traces.txt`
+# summarises each trace per queue: flushes, the GPU's busy time by kind of command, the host's
+# time in the flushes). Builds are run in the order given, the first also for `cpu-all` and the
+# warm-up. A build's stats line (flushes, flush_ms, ...) is in its process's `.txt`;
+# `summary.csv` has one row per process.
 set -u
 [ $# -ge 1 ] || { echo "usage: $0 NAME=BINARY [NAME=BINARY ...]" >&2; exit 2; }
 OUT=${OUT:-/tmp/ab-out}
@@ -61,6 +64,19 @@ for round in $(seq 1 $ROUNDS); do
 done
 ' _ "$@"
 echo "timed part: exit $?" > "$R/exit.txt"
+if [ "${TRACE:-0}" = 1 ]; then
+    mkdir -p "$R/traces"
+    mode=${MODES%% *}
+    for size in $SIZES; do
+        for spec in "$@"; do
+            t=$R/traces/s$size-$mode-${spec%%=*}
+            VKASYNC_TRACE=$t.json timeout 120 "${spec#*=}" --connections "$CONNECTIONS" --records 1 \
+                --record-size "$size" --reps 3 --modes "$mode" > "$t.txt" 2>&1
+        done
+    done
+    python3 "$tools/../2026-12-04-h200-d3b62d8/more/trace_summary.py" "$R"/traces/*.json > "$R/traces.txt" 2>&1
+    gzip "$R"/traces/*.json
+fi
 [ -n "$clocks" ] && kill "$clocks"
 
 # OpenSSL on this host: one core, then one process per core at once (the sum is all cores).
