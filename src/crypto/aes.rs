@@ -88,8 +88,9 @@ pub struct AesKey {
     /// offload.
     raw: [u8; 32],
     /// RustCrypto's expanded key for the host side of the offload, made at its first use:
-    /// records of one connection then expand their key once, not once per record.
-    host: std::sync::OnceLock<HostCipher>,
+    /// records of one connection then expand their key once, not once per record. Boxed: it
+    /// is 1 KiB, and keys whose records all go to the GPU never make it.
+    host: std::sync::OnceLock<Box<HostCipher>>,
 }
 
 /// An expanded AES key for RustCrypto's AES-CTR on the host.
@@ -139,11 +140,9 @@ impl AesKey {
                 key.len()
             ))
         })?;
-        let mut words = [0u32; 60];
-        words[..schedule.len()].copy_from_slice(&schedule);
         let mut raw = [0u8; 32];
         raw[..key.len()].copy_from_slice(key);
-        Ok(AesKey { rounds, schedule: words, raw, host: std::sync::OnceLock::new() })
+        Ok(AesKey { rounds, schedule, raw, host: std::sync::OnceLock::new() })
     }
 
     /// The key's bytes.
@@ -156,11 +155,11 @@ impl AesKey {
         self.host.get_or_init(|| {
             use aes::cipher::KeyInit;
             let k = self.raw();
-            match k.len() {
+            Box::new(match k.len() {
                 16 => HostCipher::Aes128(aes::Aes128::new(k.into())),
                 24 => HostCipher::Aes192(aes::Aes192::new(k.into())),
                 _ => HostCipher::Aes256(aes::Aes256::new(k.into())),
-            }
+            })
         })
     }
 
