@@ -336,7 +336,7 @@ impl Recording {
         let any_phase = (SHADER_OR_TRANSFER, writes());
         let any_access = (SHADER_OR_TRANSFER, reads_and_writes());
         // A buffer may be in use by an earlier submission that may still run: order this
-        // submission's accesses after it. Without one, consecutive submissions overlap.
+        // submission's accesses after it. Without one, the GPU may run it beside the one before.
         if self.follows_running(&fills) {
             w.barrier(any_phase, any_access);
         }
