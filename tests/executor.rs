@@ -71,6 +71,20 @@ fn group_commit_submits_at_once_when_the_gpu_is_idle_and_gathers_while_it_works(
     finish(device);
 }
 
+/// A buffer for `load` (its contents do not matter: never cleared): enough `mix` work that its submission still runs while a test records,
+/// flushes and submits a few more (about 0.3 s on lavapipe, milliseconds on a discrete GPU,
+/// against microseconds for those steps). Every flush reads the timeline counter, so a
+/// submission counts as running only while the GPU really runs it.
+fn load_buffer(device: &vkasync::Device) -> Buffer<u32> {
+    let groups = if device.info().device_type == vkasync::DeviceType::Cpu { 1024 } else { 65_535 };
+    Buffer::<u32>::new_uninit(device, 64 * groups, MemoryKind::Device).unwrap()
+}
+
+/// Records the `load` on `buf` (65,000 `mix` rounds per element, the kernel's most).
+fn load(ctx: &Ctx, mix: &Kernel, buf: &Buffer<u32>) -> Result<(), Error> {
+    ctx.dispatch(mix, [(buf.len() / 64) as u32, 1, 1], &[buf.into()], bytemuck::bytes_of(&[buf.len() as u32, 65_000]))
+}
+
 #[test]
 fn a_submission_waits_for_earlier_running_ones_only_when_it_uses_what_they_use() {
     let (device, mix) = setup();
@@ -81,12 +95,15 @@ fn a_submission_waits_for_earlier_running_ones_only_when_it_uses_what_they_use()
     let w = Rc::new(Buffer::<u32>::from_slice(&device, &[5; 64]).unwrap());
     let y: Rc<Vec<_>> = Rc::new((0..2).map(|_| Buffer::<u32>::from_slice(&device, &[0; 64]).unwrap()).collect());
     let (x2, z2, w2, y2, mix2) = (x.clone(), z.clone(), w.clone(), y.clone(), mix.clone());
-    // Five submissions in one poll: nothing reads the counter between them, so each earlier
-    // one counts as running.
+    let l = Rc::new(load_buffer(&device));
+    let l2 = l.clone();
+    // Five submissions, the first long (see `load_buffer`): every later one is decided while
+    // the first runs.
     let h = exec.spawn(async move {
         let push = bytemuck::bytes_of(&[64u32, 1]);
+        load(&ctx, &mix2, &l2)?;
         ctx.dispatch(&mix2, [1, 1, 1], &[(&*x2).into()], push)?;
-        ctx.flush(); // writes x: nothing earlier, no barrier
+        ctx.flush(); // writes the load's buffer and x: nothing earlier, no barrier
         ctx.dispatch(&mix2, [1, 1, 1], &[(&*x2).into()], push)?;
         ctx.flush(); // writes x again: one barrier, after the running write
         ctx.dispatch(&mix2, [1, 1, 1], &[(&*z2).into()], push)?;
@@ -112,7 +129,7 @@ fn a_submission_waits_for_earlier_running_ones_only_when_it_uses_what_they_use()
     assert_eq!(gx, vec![mix_cpu(mix_cpu(7, 1), 1); 64]);
     assert_eq!(gz, vec![mix_cpu(9, 1); 64]);
     assert_eq!((gy0, gy1), (vec![5; 64], vec![5; 64]));
-    drop((exec, x, z, w, y, mix));
+    drop((exec, x, z, w, y, l, mix));
     finish(device);
 }
 
@@ -135,6 +152,18 @@ fn a_submission_waits_for_running_work_of_another_queue_or_written_by_hand() {
         exec.stats().barriers
     };
     let (a, b) = (Executor::new(&device).unwrap(), Executor::new(&device).unwrap());
+    // The first submission is long (see `load_buffer`): every later one is decided while it runs.
+    let l = load_buffer(&device);
+    let (ctx, mix2) = (a.context(), mix.clone());
+    let lr = Rc::new(l);
+    let l2 = lr.clone();
+    let h = a.spawn(async move {
+        load(&ctx, &mix2, &l2)?;
+        ctx.flush();
+        Ok::<_, Error>(())
+    });
+    a.run();
+    h.join().unwrap().unwrap();
     assert_eq!(dispatch(&a, &x), 0, "nothing ran before");
     // Another queue of the device writes `x` while the first write may still run.
     assert_eq!(dispatch(&b, &x), 1, "ordered after the other queue's write");
@@ -155,7 +184,7 @@ fn a_submission_waits_for_running_work_of_another_queue_or_written_by_hand() {
     let [gx, gf, go] = h.join().unwrap().unwrap();
     assert_eq!(gx, vec![mix_cpu(mix_cpu(7, 1), 1); 64]);
     assert_eq!((gf, go), (vec![mix_cpu(1, 1); 64], vec![mix_cpu(2, 1); 64]));
-    drop((a, b, x, fresh, other, mix));
+    drop((a, b, x, fresh, other, lr, mix));
     finish(device);
 }
 
