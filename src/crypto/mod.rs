@@ -124,7 +124,7 @@ pub use host::{ctr_add, digest_bytes, pack_le_words, unpack_le_words};
 pub use record::{PendingOpen, PendingSeal, RecordKeys, SealedRecord as Sealed, StagedRecord, MAX_RECORD_BYTES};
 
 use crate::{kernels, Arg, CommandList, Device, Error, Kernel, Recorder, Result};
-use batch::{AesPart, CryptoBatch, HashPart, Item, Ticket};
+use batch::{CryptoBatch, HashPart, Item, Ticket};
 use std::future::Future;
 use std::ops::Range;
 use std::sync::Arc;
@@ -388,12 +388,16 @@ impl Crypto {
         counter: &[u8; 16],
         data: &[u8],
     ) -> Result<Ticket> {
-        let slot = self.batch.arena.reserve(data.len() as u64)?;
+        // The data, padded to whole blocks, then the key for the kernel.
+        let len = data.len() as u64;
+        let key_at = len.next_multiple_of(16);
+        let slot = self.batch.arena.reserve(key_at + if key.is_some() { batch::AES_KEY_BYTES } else { 0 })?;
         slot.write_par(0, data)?;
-        slot.zero(data.len() as u64, slot.len - data.len() as u64)?;
+        slot.zero(len, key_at - len)?;
         let mut item = Item::new(slot);
         if let Some(key) = key {
-            item.aes.push(AesPart { at: 0, len: data.len() as u64, key: key.clone(), counter: *counter });
+            let key = item.put_aes_key(key, key_at)?;
+            item.add_aes(0, len, &key, *counter);
         }
         let ticket = item.ticket();
         rec.batch(&self.batch, item)?;
@@ -460,15 +464,18 @@ impl Crypto {
     ) -> Result<(Ticket, u64, usize)> {
         let bytes: u64 = messages.iter().map(|m| m.as_ref().len() as u64).sum();
         let digests_at = bytes.next_multiple_of(4);
-        let slot = self.batch.arena.reserve(digests_at + 32 * messages.len() as u64)?;
+        // The key for the kernel after the digests.
+        let key_at = (digests_at + 32 * messages.len() as u64).next_multiple_of(16);
+        let slot = self.batch.arena.reserve(key_at + if key.is_some() { batch::MAC_KEY_BYTES } else { 0 })?;
         let parts: Vec<&[u8]> = messages.iter().map(|m| m.as_ref()).collect();
         slot.write_parts(0, &parts)?;
         let mut item = Item::new(slot);
+        let key = key.map(|k| item.put_mac_key(k, key_at)).transpose()?;
         let mut at = 0u64;
         for (i, m) in messages.iter().enumerate() {
             let m = m.as_ref();
             let digest_at = digests_at + 32 * i as u64;
-            item.hashes.push(HashPart { at, len: m.len() as u64, digest_at, key: key.cloned() });
+            item.hashes.push(HashPart { at, len: m.len() as u64, digest_at, key: key.clone() });
             at += m.len() as u64;
         }
         // The tail of the last message's word is read (never hashed): keep it defined.
@@ -509,7 +516,9 @@ impl Crypto {
         }
         let stream_len = ranges.last().map_or(0, |r| r.end) as u64;
         let macs_at = (next as u64).max(16);
-        let slot = self.batch.arena.reserve(macs_at + 32 * ranges.len() as u64)?;
+        // The keys for the kernels after the MACs.
+        let keys_at = macs_at + 32 * ranges.len() as u64;
+        let slot = self.batch.arena.reserve(keys_at + batch::AES_KEY_BYTES + batch::MAC_KEY_BYTES)?;
         slot.zero(0, macs_at)?;
         let mut item = Item::new(slot);
         for (r, m) in ranges.iter().zip(records) {
@@ -517,8 +526,9 @@ impl Crypto {
                 item.slot.write(r.start as u64, m.as_ref())?;
             }
         }
-        let mac_key = Arc::new(mac_key.clone());
-        item.aes.push(AesPart { at: 0, len: stream_len, key: Arc::new(aes_key.clone()), counter: *iv });
+        let aes_key = item.put_aes_key(&Arc::new(aes_key.clone()), keys_at)?;
+        let mac_key = item.put_mac_key(&Arc::new(mac_key.clone()), keys_at + batch::AES_KEY_BYTES)?;
+        item.add_aes(0, stream_len, &aes_key, *iv);
         for (i, r) in ranges.iter().enumerate() {
             item.hashes.push(HashPart {
                 at: r.start as u64,
