@@ -31,6 +31,7 @@
 //! with the RustCrypto crates, and marks the items done. The caller's wait returns as soon as
 //! it sees that, without waiting for the flush's (then empty) submission.
 
+use super::aes::HostCipher;
 use super::credit::{HostCredit, CREDIT_FLUSHES};
 use super::host;
 use super::{AesKey, HmacKey};
@@ -49,36 +50,39 @@ pub(crate) const AES_KEY_BYTES: u64 = 240;
 /// Bytes of slot an HMAC key takes ([`Item::put_mac_key`]): its two midstates.
 pub(crate) const MAC_KEY_BYTES: u64 = 64;
 
-/// A key and where the item wrote its material in its slot (a multiple of 16): the kernels
-/// read it there, the host path uses the key itself.
-#[derive(Clone)]
-pub(crate) struct SlotKey<K> {
-    pub key: Arc<K>,
+/// Where an item wrote an AES key into its slot ([`Item::put_aes_key`]; a multiple of 16), and
+/// the key's rounds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AesKeyAt {
     pub at: u64,
+    pub rounds: u32,
 }
 
-/// AES-CTR over `len` bytes at byte `at` of the slot (a multiple of 16), from `counter`.
+/// AES-CTR over `len` bytes at byte `at` of the slot (a multiple of 16), from `counter`, with
+/// the key the item wrote at `key_at` of its slot. The item holds nothing of the key itself:
+/// the GPU and the host path read it from the slot.
 pub(crate) struct AesPart {
     pub at: u64,
     pub len: u64,
-    pub key: SlotKey<AesKey>,
-    /// The key's rounds, beside the part (the flush reads nothing of the key itself).
-    pub rounds: u32,
+    pub key: AesKeyAt,
     pub counter: [u8; 16],
 }
 
 /// SHA-256 (no key) or HMAC-SHA256 of `len` bytes at byte `at` of the slot; the digest (eight
-/// big-endian words) goes to byte `digest_at` (a multiple of 4, apart from every message).
+/// big-endian words) goes to byte `digest_at` (a multiple of 4, apart from every message); the
+/// HMAC key's midstates are at `key_at` of the slot ([`Item::put_mac_key`]).
 pub(crate) struct HashPart {
     pub at: u64,
     pub len: u64,
     pub digest_at: u64,
-    pub key: Option<SlotKey<HmacKey>>,
+    pub key_at: Option<u64>,
 }
 
-/// What a task and its item share: an encoding error, and the timeline value of the flush.
-#[derive(Default)]
+/// What a task and its item share: the slot, an encoding error, and the timeline value of the
+/// flush. The slot is here, not in the item, so that the flushing thread, which drops the
+/// items, does not touch the staging chunk's reference count that every task's slot shares.
 pub(crate) struct ItemState {
+    slot: Slot,
     error: OnceLock<Error>,
     /// The flush's submission value (0 until submitted).
     value: OnceLock<Arc<AtomicU64>>,
@@ -88,7 +92,6 @@ pub(crate) struct ItemState {
 
 /// One call's work in one flush.
 pub(crate) struct Item {
-    pub slot: Slot,
     pub mac_first: SmallVec<[HashPart; 1]>,
     pub aes: SmallVec<[AesPart; 1]>,
     pub hashes: SmallVec<[HashPart; 1]>,
@@ -97,44 +100,44 @@ pub(crate) struct Item {
 
 impl Item {
     pub fn new(slot: Slot) -> Self {
-        Item {
-            slot,
-            mac_first: SmallVec::new(),
-            aes: SmallVec::new(),
-            hashes: SmallVec::new(),
-            state: Arc::new(ItemState::default()),
-        }
+        let state =
+            ItemState { slot, error: OnceLock::new(), value: OnceLock::new(), host_done: AtomicBool::new(false) };
+        Item { mac_first: SmallVec::new(), aes: SmallVec::new(), hashes: SmallVec::new(), state: Arc::new(state) }
+    }
+
+    /// The item's staging slot.
+    pub fn slot(&self) -> &Slot {
+        &self.state.slot
     }
 
     /// Writes `key`'s schedule at byte `at` of the slot (a multiple of 16, with
     /// [`AES_KEY_BYTES`] of room) and returns the key for the item's [`AesPart`]s.
-    pub fn put_aes_key(&self, key: &Arc<AesKey>, at: u64) -> Result<SlotKey<AesKey>> {
+    pub fn put_aes_key(&self, key: &AesKey, at: u64) -> Result<AesKeyAt> {
         debug_assert_eq!(at % 16, 0, "a key's place in a slot is a multiple of 16");
-        self.slot.write(at, bytemuck::cast_slice(&key.schedule))?;
-        Ok(SlotKey { key: key.clone(), at })
+        self.slot().write(at, bytemuck::cast_slice(&key.schedule))?;
+        Ok(AesKeyAt { at, rounds: key.rounds })
     }
 
     /// Writes `key`'s midstates at byte `at` of the slot (a multiple of 16, with
-    /// [`MAC_KEY_BYTES`] of room) and returns the key for the item's [`HashPart`]s.
-    pub fn put_mac_key(&self, key: &Arc<HmacKey>, at: u64) -> Result<SlotKey<HmacKey>> {
+    /// [`MAC_KEY_BYTES`] of room) and returns that place for the item's [`HashPart`]s.
+    pub fn put_mac_key(&self, key: &HmacKey, at: u64) -> Result<u64> {
         debug_assert_eq!(at % 16, 0, "a key's place in a slot is a multiple of 16");
         let mut words = [0u32; 16];
         words[..8].copy_from_slice(&key.inner);
         words[8..].copy_from_slice(&key.outer);
-        self.slot.write(at, bytemuck::cast_slice(&words))?;
-        Ok(SlotKey { key: key.clone(), at })
+        self.slot().write(at, bytemuck::cast_slice(&words))?;
+        Ok(at)
     }
 
     /// Adds AES-CTR over `len` bytes at byte `at` of the slot from `counter`, with a key the
     /// item wrote into its slot.
-    pub fn add_aes(&mut self, at: u64, len: u64, key: &SlotKey<AesKey>, counter: [u8; 16]) {
-        let rounds = key.key.rounds;
-        self.aes.push(AesPart { at, len, key: key.clone(), rounds, counter });
+    pub fn add_aes(&mut self, at: u64, len: u64, key: AesKeyAt, counter: [u8; 16]) {
+        self.aes.push(AesPart { at, len, key, counter });
     }
 
     /// The caller's side of the item.
     pub fn ticket(&self) -> Ticket {
-        Ticket { slot: self.slot.clone(), state: self.state.clone() }
+        Ticket { state: self.state.clone() }
     }
 
     /// The bytes the item's kernels read.
@@ -147,14 +150,14 @@ impl Item {
     fn run_on_host(&self) -> Result<()> {
         // SAFETY: the item is being encoded: it was never handed to GPU work, its slot belongs
         // to it alone, and the caller reads the slot only after `host_done` is set below.
-        let bytes = unsafe { self.slot.host_bytes()? };
+        let bytes = unsafe { self.slot().host_bytes()? };
         for p in &self.mac_first {
             hash_on_host(bytes, p);
         }
         for p in &self.aes {
+            let cipher = HostCipher::new(&aes_key_in(bytes, p.key))?;
             let (at, len) = (p.at as usize, p.len as usize);
-            let data = &mut bytes[at..at + len];
-            p.key.key.host_cipher().apply_ctr(&p.counter, data);
+            cipher.apply_ctr(&p.counter, &mut bytes[at..at + len]);
         }
         for p in &self.hashes {
             hash_on_host(bytes, p);
@@ -177,13 +180,36 @@ impl Drop for Item {
     }
 }
 
+/// `n` native words at byte `at` of `bytes` (a key as [`Item::put_aes_key`] and
+/// [`Item::put_mac_key`] wrote it).
+fn words_in<const N: usize>(bytes: &[u8], at: u64) -> [u32; N] {
+    let mut w = [0u32; N];
+    for (k, word) in w.iter_mut().enumerate() {
+        let b = at as usize + 4 * k;
+        *word = u32::from_ne_bytes([bytes[b], bytes[b + 1], bytes[b + 2], bytes[b + 3]]);
+    }
+    w
+}
+
+/// The AES key whose schedule is at `key.at` of `bytes`: its first `rounds - 6` words, which
+/// FIPS-197's expansion copies from the key (big-endian).
+fn aes_key_in(bytes: &[u8], key: AesKeyAt) -> SmallVec<[u8; 32]> {
+    let w: [u32; 8] = words_in(bytes, key.at);
+    let nk = (key.rounds.saturating_sub(6) as usize).min(8);
+    w[..nk].iter().flat_map(|x| x.to_be_bytes()).collect()
+}
+
 /// SHA-256 or HMAC-SHA256 of a range of `bytes`, its digest written as the kernel writes it
 /// (eight big-endian words, each stored as a native `u32`).
 fn hash_on_host(bytes: &mut [u8], p: &HashPart) {
     let msg = &bytes[p.at as usize..(p.at + p.len) as usize];
-    let digest = match &p.key {
+    let digest = match p.key_at {
         None => host::sha256(msg),
-        Some(k) => host::hmac_sha256_from_midstates(k.key.inner, k.key.outer, msg),
+        Some(at) => {
+            let mid: [u32; 16] = words_in(bytes, at);
+            let (inner, outer) = (mid[..8].try_into().expect("8"), mid[8..].try_into().expect("8"));
+            host::hmac_sha256_from_midstates(inner, outer, msg)
+        }
     };
     let at = p.digest_at as usize;
     for (k, w) in digest.chunks_exact(4).enumerate() {
@@ -195,7 +221,6 @@ fn hash_on_host(bytes: &mut [u8], p: &HashPart) {
 /// The caller's side of an [`Item`]: reads its results once its flush has completed.
 #[derive(Clone)]
 pub(crate) struct Ticket {
-    slot: Slot,
     state: Arc<ItemState>,
 }
 
@@ -226,7 +251,7 @@ impl Ticket {
         if value == crate::record::recording::NOTHING_TO_SUBMIT {
             return Ok(Some(true));
         }
-        let device = &self.slot.chunk.work.device;
+        let device = &self.state.slot.chunk.work.device;
         Ok(Some(value <= device.cached_completed() || value <= device.completed_value()?))
     }
 
@@ -256,17 +281,21 @@ impl Ticket {
         self.ready()?;
         // SAFETY: the flush that carried the item completed (checked just above), it ended with
         // a barrier to host reads, and nothing else writes the slot: the item owned it alone.
-        unsafe { self.slot.read(at, out) }
+        unsafe { self.state.slot.read(at, out) }
     }
 
     /// As [`Ticket::read`], spreading a large copy over host threads.
     pub fn read_par(&self, at: u64, out: &mut [u8]) -> Result<()> {
         self.ready()?;
-        if at.checked_add(out.len() as u64).is_none_or(|e| e > self.slot.len) {
-            return Err(Error::SizeMismatch { what: "range of a staging slot", expected: self.slot.len, got: at });
+        if at.checked_add(out.len() as u64).is_none_or(|e| e > self.state.slot.len) {
+            return Err(Error::SizeMismatch {
+                what: "range of a staging slot",
+                expected: self.state.slot.len,
+                got: at,
+            });
         }
         // SAFETY: as in `read`; nothing else uses the slot's bytes while the slice lives.
-        let all = unsafe { self.slot.host_bytes()? };
+        let all = unsafe { self.state.slot.host_bytes()? };
         crate::record::staging::par_copy(out, &all[at as usize..at as usize + out.len()]);
         Ok(())
     }
@@ -282,9 +311,9 @@ impl Ticket {
     /// Overwrites the slot's readable copy with zeros (plaintext that must not be released).
     pub fn scrub(&self) {
         if self.ready().is_ok() {
-            let buf = self.slot.chunk.result_buffer();
+            let buf = self.state.slot.chunk.result_buffer();
             // SAFETY: the flush completed (checked), and the slot belongs to this item alone.
-            let _ = unsafe { buf.zero_range(self.slot.offset, self.slot.len) };
+            let _ = unsafe { buf.zero_range(self.state.slot.offset, self.state.slot.len) };
         }
     }
 }
@@ -526,8 +555,8 @@ impl Group {
     /// The kernel's row of a message of the item whose slot is at `offset` in its chunk (see
     /// `shaders/sha256_multi.comp`): its key is read from the slot.
     fn hash_row(offset: u64, p: &HashPart) -> Result<[u32; 4]> {
-        let key = match &p.key {
-            Some(k) => to_u32((offset + k.at) / 16, "key offset in a staging chunk")?,
+        let key = match p.key_at {
+            Some(at) => to_u32((offset + at) / 16, "key offset in a staging chunk")?,
             None => u32::MAX,
         };
         Ok([
@@ -549,7 +578,7 @@ impl Group {
         self.aes.push([
             to_u32(self.aes_blocks, "AES blocks in one flush")?,
             to_u32((offset + p.at) / 16, "AES data offset in a staging chunk")?,
-            blocks as u32 | p.rounds << 28,
+            blocks as u32 | p.key.rounds << 28,
             to_u32((offset + p.key.at) / 16, "key offset in a staging chunk")?,
         ]);
         self.aes.push(host::ctr_words(&p.counter));
@@ -579,7 +608,7 @@ impl BatchKind for CryptoBatch {
         let mut last: Option<(usize, usize)> = None;
         for it in items.iter() {
             let _ = it.state.value.set(completion.clone());
-            let slot = &it.slot;
+            let slot = it.slot();
             let ptr = Arc::as_ptr(&slot.chunk) as usize;
             // Consecutive items mostly share a chunk: skip the map then.
             let g = match last {
@@ -745,9 +774,7 @@ mod tests {
 
     #[test]
     fn rows_point_the_kernels_at_the_keys_in_the_slot() {
-        let key = Arc::new(AesKey::new(&[1; 16]).unwrap());
-        let slot_key = SlotKey { key: key.clone(), at: 64 };
-        let part = AesPart { at: 16, len: 33, key: slot_key, rounds: key.rounds, counter: [0; 16] };
+        let part = AesPart { at: 16, len: 33, key: AesKeyAt { at: 64, rounds: 10 }, counter: [0; 16] };
         let mut group = Group { aes_blocks: 5, ..Group::default() };
         // The slot at byte 4096 of its chunk.
         group.aes_rows(4096, &part).unwrap();
@@ -755,10 +782,9 @@ mod tests {
         // at (4096 + 64) / 16.
         assert_eq!(group.aes[0], [5, 257, 3 | 10 << 28, 260]);
         assert_eq!(group.aes_blocks, 8);
-        let mac = SlotKey { key: Arc::new(HmacKey::new(b"k")), at: 128 };
-        let hash = HashPart { at: 0, len: 49, digest_at: 96, key: Some(mac) };
+        let hash = HashPart { at: 0, len: 49, digest_at: 96, key_at: Some(128) };
         assert_eq!(Group::hash_row(4096, &hash).unwrap(), [4096, 49, (4096 + 128) / 16, (4096 + 96) / 4]);
-        let plain = HashPart { key: None, ..hash };
+        let plain = HashPart { key_at: None, ..hash };
         assert_eq!(Group::hash_row(4096, &plain).unwrap()[2], u32::MAX, "no key: plain SHA-256");
         // A range of 2^28 blocks or more does not fit the row.
         let huge = AesPart { len: 16 << 28, ..part };

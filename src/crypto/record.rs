@@ -159,13 +159,13 @@ fn record_item(slot: Slot, keys: &RecordKeys, seq: u64, len: u64, mac_first: boo
     let mut item = Item::new(slot);
     let aes = item.put_aes_key(&keys.aes, tag_at + 32)?;
     let mac = item.put_mac_key(&keys.mac, tag_at + 32 + AES_KEY_BYTES)?;
-    let mac = HashPart { at: 0, len: 16 + len, digest_at: tag_at, key: Some(mac) };
+    let mac = HashPart { at: 0, len: 16 + len, digest_at: tag_at, key_at: Some(mac) };
     if mac_first {
         item.mac_first.push(mac);
     } else {
         item.hashes.push(mac);
     }
-    item.add_aes(16, len, &aes, nonce);
+    item.add_aes(16, len, aes, nonce);
     Ok(item)
 }
 
