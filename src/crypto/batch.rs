@@ -15,7 +15,9 @@
 //! The item also writes its keys into its slot: the AES schedule ([`Item::put_aes_key`]) and
 //! the HMAC midstates ([`Item::put_mac_key`]), after its data. The kernels read them there (the
 //! staging chunk is bound as their key table too), so the calling task, on its own thread,
-//! does everything per item that does not depend on the flush. At the flush,
+//! does everything per item that does not depend on the flush. The keys stay in the slot's
+//! memory until it is written again: host memory of this process, of which a caller can read
+//! only its results (a record's bytes and tag, a digest). At the flush,
 //! [`CryptoBatch::encode`] only builds the row tables (one row per AES range with its place,
 //! length, key place and counter; one row per message; in memory kept from the flushes before,
 //! see [`Spare`]), touching nothing of the keys, and records,
@@ -59,7 +61,7 @@ pub(crate) struct AesKeyAt {
 }
 
 /// AES-CTR over `len` bytes at byte `at` of the slot (a multiple of 16), from `counter`, with
-/// the key the item wrote at `key_at` of its slot. The item holds nothing of the key itself:
+/// the key the item wrote at `key.at` of its slot. The item holds nothing of the key itself:
 /// the GPU and the host path read it from the slot.
 pub(crate) struct AesPart {
     pub at: u64,
@@ -180,7 +182,7 @@ impl Drop for Item {
     }
 }
 
-/// `n` native words at byte `at` of `bytes` (a key as [`Item::put_aes_key`] and
+/// `N` native words at byte `at` of `bytes` (a key as [`Item::put_aes_key`] and
 /// [`Item::put_mac_key`] wrote it).
 fn words_in<const N: usize>(bytes: &[u8], at: u64) -> [u32; N] {
     let mut w = [0u32; N];
