@@ -202,10 +202,17 @@ fn run_traced(clock: TraceClock, detail: TraceDetail, name: &str) -> Vec<Value> 
     // Every blocking GPU wait is a span (with its spin). A run whose loop saw every completion
     // by reading the counter between polls (it happens on a loaded host) made none.
     let waits = host("wait");
-    assert!(waits.len() as u64 >= stats.host_waits, "{} wait spans for {} waits", waits.len(), stats.host_waits);
+    let blocking = waits.iter().filter(|s| s.name != "wake").count();
+    assert!(blocking as u64 >= stats.host_waits, "{blocking} wait spans for {} waits", stats.host_waits);
     // Awaits, one per task that had to wait, each with its task.
     let awaits = async_spans(&events, "await");
     assert!(!awaits.is_empty() && awaits.len() <= TASKS);
+    // The wakes, each span with how many tasks it woke: a native task polls again only when
+    // woken, so every await that had to wait was woken in one of them.
+    let woken: Vec<u64> =
+        waits.iter().filter(|s| s.name == "wake").map(|s| s.args["wakers"].as_u64().unwrap()).collect();
+    assert!(woken.iter().all(|&n| n >= 1), "a wake span that woke nobody: {woken:?}");
+    assert!(woken.iter().sum::<u64>() >= awaits.len() as u64, "woken {woken:?} for {} awaits", awaits.len());
     assert!(awaits.iter().all(|(_, _, a)| task_ids.contains(&a["task"].as_u64().unwrap())));
     // A native task's await ends where the poll that saw its work done starts: a later poll
     // of the same task.

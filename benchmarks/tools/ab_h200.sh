@@ -75,6 +75,16 @@ if [ "${TRACE:-0}" = 1 ]; then
         done
     done
     python3 "$tools/../2026-12-04-h200-d3b62d8/more/trace_summary.py" "$R"/traces/*.json > "$R/traces.txt" 2>&1
+    # The host's wakes of the tasks whose work completed (`wake` spans), per trace.
+    python3 - "$R"/traces/*.json >> "$R/traces.txt" 2>&1 << 'EOF'
+import json, sys
+for path in sys.argv[1:]:
+    d = json.load(open(path))
+    ev = d["traceEvents"] if isinstance(d, dict) else d
+    w = [e for e in ev if e.get("ph") == "X" and e.get("name") == "wake"]
+    n, ms = sum(e["args"].get("wakers", 0) for e in w), sum(e["dur"] for e in w) / 1e3
+    print(f"{path}: {len(w)} wakes of {n} tasks, {ms:.2f} ms in all, {1e3 * ms / max(n, 1):.3f} us a task")
+EOF
     gzip "$R"/traces/*.json
 fi
 [ -n "$clocks" ] && kill "$clocks"

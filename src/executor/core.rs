@@ -490,7 +490,7 @@ impl<B: Backend> QueueCore<B> {
         let mut wakers = Vec::new();
         let (st, r) = self.record_locked(self.lock(), state, f, &mut wakers);
         drop(st);
-        wake_all(wakers);
+        self.wake(wakers);
         r
     }
 
@@ -570,7 +570,7 @@ impl<B: Backend> QueueCore<B> {
                 Err(e)
             }
         };
-        wake_all(wakers);
+        self.wake(wakers);
         out
     }
 
@@ -616,7 +616,7 @@ impl<B: Backend> QueueCore<B> {
                 }
             }
             drop(st);
-            wake_all(wakers);
+            self.wake(wakers);
         }
         let mut wait = SyncFuture::new(self.clone(), Some(epoch), ctx);
         wait.lane = true;
@@ -681,7 +681,7 @@ impl<B: Backend> QueueCore<B> {
                 drop(self.flush(st, &mut wakers));
             }
         }
-        wake_all(wakers);
+        self.wake(wakers);
     }
 
     /// Waits (releasing the lock meanwhile) until no flush runs on another thread.
@@ -711,7 +711,7 @@ impl<B: Backend> QueueCore<B> {
             }
             flush
         };
-        wake_all(wakers);
+        self.wake(wakers);
         flushed
     }
 
@@ -747,7 +747,7 @@ impl<B: Backend> QueueCore<B> {
             }
             due
         };
-        wake_all(wakers);
+        self.wake(wakers);
         flushed
     }
 
@@ -1077,7 +1077,7 @@ impl<B: Backend> QueueCore<B> {
         };
         self.spun_to(&mut self.lock(), c, took, &mut wakers);
         let fired = !wakers.is_empty();
-        wake_all(wakers);
+        self.wake(wakers);
         fired
     }
 
@@ -1160,7 +1160,7 @@ impl<B: Backend> QueueCore<B> {
                 Action::Flush => {
                     st = self.flush(st, &mut wakers);
                     drop(st);
-                    wake_all(wakers);
+                    self.wake(wakers);
                     st = self.lock();
                 }
                 Action::Sleep if wakers.is_empty() => {
@@ -1180,7 +1180,7 @@ impl<B: Backend> QueueCore<B> {
                             self.driver_asleep.store(false, Ordering::SeqCst);
                             self.driver_idle.store(false, Ordering::SeqCst);
                             drop(st);
-                            wake_all(woken);
+                            self.wake(woken);
                             st = self.lock();
                             continue;
                         }
@@ -1191,7 +1191,7 @@ impl<B: Backend> QueueCore<B> {
                 }
                 Action::Sleep => {
                     drop(st);
-                    wake_all(wakers);
+                    self.wake(wakers);
                     st = self.lock();
                 }
                 Action::Wait(target) => {
@@ -1202,7 +1202,7 @@ impl<B: Backend> QueueCore<B> {
                         if self.running.load(Ordering::SeqCst) > 0 { Duration::ZERO } else { self.spin_budget(&st) };
                     let closing = st.closing;
                     drop(st);
-                    wake_all(wakers);
+                    self.wake(wakers);
                     let started = Instant::now();
                     let outcome = self.wait_unlocked(waiter, target, budget, started, closing);
                     st = self.lock();
@@ -1214,7 +1214,7 @@ impl<B: Backend> QueueCore<B> {
                     let mut wakers = Vec::new();
                     self.finish_wait(&mut st, target, started, outcome, &mut wakers);
                     drop(st);
-                    wake_all(wakers);
+                    self.wake(wakers);
                     st = self.lock();
                 }
             }
@@ -1291,7 +1291,7 @@ impl<B: Backend> QueueCore<B> {
                 Action::Stop | Action::Sleep => {
                     drop(st);
                     any |= !wakers.is_empty();
-                    wake_all(wakers);
+                    self.wake(wakers);
                     return any;
                 }
                 Action::Flush => st = self.flush(st, &mut wakers),
@@ -1305,7 +1305,7 @@ impl<B: Backend> QueueCore<B> {
                 }
             }
             drop(st);
-            wake_all(wakers);
+            self.wake(wakers);
             any = true;
         }
         any
@@ -1348,7 +1348,7 @@ impl<B: Backend> QueueCore<B> {
             }
             st.closing = Some(deadline);
             drop(st);
-            wake_all(wakers);
+            self.wake(wakers);
             return Err(Closed::OnDriver);
         }
         self.closing_now.store(true, Ordering::SeqCst);
@@ -1372,7 +1372,7 @@ impl<B: Backend> QueueCore<B> {
         }
         // Outside the lock: notified whatever the flag says.
         self.driver_cv.notify_one();
-        wake_all(wakers);
+        self.wake(wakers);
         Ok(driver)
     }
 
@@ -1414,6 +1414,22 @@ impl<B: Backend> QueueCore<B> {
     /// Takes every waker (at shutdown, to break task ↔ executor reference cycles).
     pub fn take_all_wakers(&self) -> Vec<Waker> {
         self.lock().waiters.take_all_wakers()
+    }
+}
+
+impl<B: Backend> QueueCore<B> {
+    /// Wakes `wakers` (without the lock), as one `wake` span of the queue's trace when it has
+    /// one: on a multi-threaded runtime a wake from outside its workers goes through its
+    /// injection queue, and the driver wakes every task of a flush one after another.
+    fn wake(&self, wakers: Vec<Waker>) {
+        match &self.trace {
+            Some(t) if !wakers.is_empty() => {
+                let (started, n) = (Instant::now(), wakers.len() as u64);
+                wake_all(wakers);
+                t.span(HostKind::Wake, started, &[n]);
+            }
+            _ => wake_all(wakers),
+        }
     }
 }
 
@@ -1651,7 +1667,7 @@ impl<B: Backend> SyncFuture<B> {
         let mut wakers = Vec::new();
         core.spun_to(&mut st, c, took, &mut wakers);
         drop(st);
-        wake_all(wakers);
+        core.wake(wakers);
         Ok(self.traced(Ok(())))
     }
 }
@@ -1684,7 +1700,7 @@ impl<B: Backend> Future for SyncFuture<B> {
         let core = this.core.clone();
         let mut wakers = Vec::new();
         let out = this.poll_locked(&core, core.lock(), cx, &mut wakers);
-        wake_all(wakers);
+        core.wake(wakers);
         out
     }
 }

@@ -86,10 +86,13 @@ pub(crate) enum HostKind {
     Recording,
     /// A submission in flight (async): value, queue.
     InFlight,
+    /// Waking the tasks whose work completed or failed (or that may go on), after a wait or a
+    /// flush: wakers, queue.
+    Wake,
 }
 
 impl HostKind {
-    const ALL: [HostKind; 11] = [
+    const ALL: [HostKind; 12] = [
         HostKind::Poll,
         HostKind::Spawn,
         HostKind::Flush,
@@ -101,6 +104,7 @@ impl HostKind {
         HostKind::Await,
         HostKind::Recording,
         HostKind::InFlight,
+        HostKind::Wake,
     ];
 
     /// Name, category, phase (`X` span, `i` instant, `b` async span) and argument names.
@@ -118,6 +122,7 @@ impl HostKind {
             HostKind::Await => ("await", "await", b'b', &["ctx", "ok", "task"]),
             HostKind::Recording => ("recording", "epoch", b'b', &["ops", "queue"]),
             HostKind::InFlight => ("in flight", "submission", b'b', &["value", "queue"]),
+            HostKind::Wake => ("wake", "wait", b'X', &["wakers", "queue"]),
         }
     }
 }

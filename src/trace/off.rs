@@ -63,6 +63,7 @@ pub(crate) enum HostKind {
     Recording,
     Encode,
     Submit,
+    Wake,
 }
 
 /// A context's GPU time: never measured here.
