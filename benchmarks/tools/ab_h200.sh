@@ -17,7 +17,8 @@
 # summarises each trace per queue: flushes, the GPU's busy time by kind of command, the host's
 # time in the flushes). Builds are run in the order given, the first also for `cpu-all` and the
 # warm-up. A build's stats line (flushes, flush_ms, ...) is in its process's `.txt`;
-# `summary.csv` has one row per process.
+# `ab_summary.sh` writes `summary.csv` (one row per process), `clocks-by-run.txt` and
+# `traces.txt`. Carry `.gl` and `.gpu` (see `../shared/GPU.md`).
 set -u
 [ $# -ge 1 ] || { echo "usage: $0 NAME=BINARY [NAME=BINARY ...]" >&2; exit 2; }
 OUT=${OUT:-/tmp/ab-out}
@@ -74,18 +75,6 @@ if [ "${TRACE:-0}" = 1 ]; then
                 --record-size "$size" --reps 3 --modes "$mode" > "$t.txt" 2>&1
         done
     done
-    python3 "$tools/../2026-12-04-h200-d3b62d8/more/trace_summary.py" "$R"/traces/*.json > "$R/traces.txt" 2>&1
-    # The host's wakes of the tasks whose work completed (`wake` spans), per trace.
-    python3 - "$R"/traces/*.json >> "$R/traces.txt" 2>&1 << 'EOF'
-import json, sys
-for path in sys.argv[1:]:
-    d = json.load(open(path))
-    ev = d["traceEvents"] if isinstance(d, dict) else d
-    w = [e for e in ev if e.get("ph") == "X" and e.get("name") == "wake"]
-    n, ms = sum(e["args"].get("wakers", 0) for e in w), sum(e["dur"] for e in w) / 1e3
-    print(f"{path}: {len(w)} wakes of {n} tasks, {ms:.2f} ms in all, {1e3 * ms / max(n, 1):.3f} us a task")
-EOF
-    gzip "$R"/traces/*.json
 fi
 [ -n "$clocks" ] && kill "$clocks"
 
@@ -102,21 +91,8 @@ fi
     done
 } > "$R/openssl.txt" 2>&1
 
-# One row per process: its median run, host time per record and the flush stats.
-python3 - "$R" > "$R/summary.csv" << 'EOF'
-import csv, glob, os, re, sys
-r = sys.argv[1]
-print("process,mode,record_bytes,gb_per_s,gb_per_s_min,gb_per_s_max,cpu_us_per_record,flushes,flush_ms")
-for path in sorted(glob.glob(os.path.join(r, "csv", "*.csv"))):
-    name = os.path.basename(path)[:-4]
-    text = open(os.path.join(r, name + ".txt")).read() if os.path.exists(os.path.join(r, name + ".txt")) else ""
-    stats = dict(re.findall(r"(flushes|flush_ms)=([0-9.]+)", text))
-    for row in csv.DictReader(open(path)):
-        print(",".join([name, row["mode"], row["record_bytes"], row["gb_per_s"], row["gb_per_s_min"],
-                        row["gb_per_s_max"], row["cpu_us_per_record"], stats.get("flushes", ""),
-                        stats.get("flush_ms", "")]))
-EOF
-if [ -s "$R/clocks-50ms.csv" ]; then
-    python3 "$tools/clock_join.py" "$R/clocks-50ms.csv" "$R"/runs/*.csv > "$R/clocks-by-run.txt" 2>&1
-fi
+# The summaries (`ab_summary.sh`), where this machine has Python; else run that script on the
+# unpacked archive.
+[ -d "$R/traces" ] && gzip "$R"/traces/*.json
+command -v python3 > /dev/null && "$tools/ab_summary.sh" "$R"
 cd "$OUT" && tar czf ab.tgz ab && rm -rf ab
