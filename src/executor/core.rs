@@ -1415,9 +1415,7 @@ impl<B: Backend> QueueCore<B> {
     pub fn take_all_wakers(&self) -> Vec<Waker> {
         self.lock().waiters.take_all_wakers()
     }
-}
 
-impl<B: Backend> QueueCore<B> {
     /// Wakes `wakers` (without the lock), as one `wake` span of the queue's trace when it has
     /// one: on a multi-threaded runtime a wake from outside its workers goes through its
     /// injection queue, and the driver wakes every task of a flush one after another.
