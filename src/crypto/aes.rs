@@ -88,8 +88,9 @@ pub struct AesKey {
     /// offload.
     raw: [u8; 32],
     /// RustCrypto's expanded key for the host side of the offload, made at its first use:
-    /// records of one connection then expand their key once, not once per record.
-    host: std::sync::OnceLock<HostCipher>,
+    /// records of one connection then expand their key once, not once per record. Boxed: it
+    /// is 1 KiB, and keys whose records all go to the GPU never make it.
+    host: std::sync::OnceLock<Box<HostCipher>>,
 }
 
 /// An expanded AES key for RustCrypto's AES-CTR on the host.
@@ -150,11 +151,9 @@ impl AesKey {
                 key.len()
             ))
         })?;
-        let mut words = [0u32; 60];
-        words[..schedule.len()].copy_from_slice(&schedule);
         let mut raw = [0u8; 32];
         raw[..key.len()].copy_from_slice(key);
-        Ok(AesKey { rounds, schedule: words, raw, host: std::sync::OnceLock::new() })
+        Ok(AesKey { rounds, schedule, raw, host: std::sync::OnceLock::new() })
     }
 
     /// The key's bytes.
@@ -164,7 +163,7 @@ impl AesKey {
 
     /// RustCrypto's expanded key (made once).
     pub(super) fn host_cipher(&self) -> &HostCipher {
-        self.host.get_or_init(|| HostCipher::new(self.raw()).expect("a validated key length"))
+        self.host.get_or_init(|| Box::new(HostCipher::new(self.raw()).expect("a validated key length")))
     }
 
     /// The key size in bits: 128, 192 or 256.
