@@ -226,6 +226,44 @@ fn hashes_ciphers_and_records_of_one_flush_do_not_disturb_each_other() {
     finish(device);
 }
 
+/// Seals `n` records, each in a flush of its own, all in one poll: nothing reads the counter
+/// between the flushes. Returns the barriers recorded.
+fn seal_in_consecutive_flushes(device: &vkasync::Device, crypto: &Arc<Crypto>, n: u64) -> u64 {
+    let exec = Executor::new(device).unwrap();
+    let mut ctx = exec.context();
+    let crypto = crypto.clone();
+    let h = exec.spawn(async move {
+        let keys = RecordKeys::new(&[5; 32], b"k", [0; 4])?;
+        let mut pending = Vec::new();
+        for seq in 0..n {
+            pending.push(crypto.prepare_seal(&mut ctx, &keys, seq, &bytes(1000, seq))?);
+            ctx.flush();
+        }
+        ctx.synchronize().await?;
+        pending.into_iter().map(|p| p.finish()).collect::<Result<Vec<_>, Error>>()
+    });
+    exec.run();
+    for (seq, sealed) in h.join().unwrap().unwrap().into_iter().enumerate() {
+        let (ct, tag) = cpu_seal(&[5; 32], b"k", [0; 4], seq as u64, &bytes(1000, seq as u64));
+        assert_eq!((sealed.ciphertext, sealed.tag), (ct, tag));
+    }
+    let s = exec.stats();
+    assert_eq!(s.submits, n, "{s}");
+    s.barriers
+}
+
+#[test]
+fn flushes_of_records_do_not_wait_for_the_running_flushes_before_them() {
+    let device = device();
+    let crypto = Arc::new(Crypto::new(&device).unwrap().with_offload(vkasync::crypto::Offload::Gpu));
+    // Their staging ranges are apart and their tables their own: no flush opens with a barrier
+    // that would keep the GPU from running it beside the one before.
+    let one = seal_in_consecutive_flushes(&device, &crypto, 1);
+    assert_eq!(seal_in_consecutive_flushes(&device, &crypto, 4), 4 * one);
+    drop(crypto);
+    finish(device);
+}
+
 #[test]
 fn staging_memory_is_reused_across_flushes() {
     let device = device();

@@ -25,7 +25,7 @@ if [ -s "$R/clocks-50ms.csv" ]; then
     python3 "$tools/clock_join.py" "$R/clocks-50ms.csv" "$R"/runs/*.csv > "$R/clocks-by-run.txt" 2>&1
 fi
 if ls "$R"/traces/*.json.gz > /dev/null 2>&1; then
-    python3 "$tools/../2026-12-04-h200-d3b62d8/more/trace_summary.py" "$R"/traces/*.json.gz > "$R/traces.txt" 2>&1
+    python3 "$tools/trace_summary.py" "$R"/traces/*.json.gz > "$R/traces.txt" 2>&1
     # The host's wakes of the tasks whose work completed (`wake` spans), per trace.
     python3 - "$R"/traces/*.json.gz >> "$R/traces.txt" 2>&1 << 'EOF'
 import gzip, json, sys

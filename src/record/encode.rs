@@ -297,6 +297,25 @@ impl Recording {
         phases
     }
 
+    /// Whether an op (or a clear in `fills`) of this recording reads a buffer that a submission
+    /// which may still run wrote, or writes one that it used (see [`RawBuffer::follows_running`]).
+    /// Pooled memory comes back only after every submission that used it completed, so a
+    /// buffer made on reused memory starts with no such use.
+    fn follows_running(&self, fills: &[Arc<RawBuffer>]) -> bool {
+        let completed = self.device.cached_completed();
+        if self.device.last_submitted() <= completed {
+            return false;
+        }
+        let mut follows = fills.iter().any(|b| b.follows_running(true, completed));
+        for op in &self.ops {
+            if follows {
+                break;
+            }
+            op.for_each_buffer(|b, writes| follows |= b.follows_running(writes, completed));
+        }
+        follows
+    }
+
     /// Writes the ops into `cmd` (in the recording state) phase by phase (see the module docs
     /// of [`super`]). Within a phase, copies between the same two `VkBuffer`s (e.g. many jobs'
     /// uploads from one pooled staging block into one pooled device block) become one command
@@ -316,9 +335,9 @@ impl Recording {
         }
         let any_phase = (SHADER_OR_TRANSFER, writes());
         let any_access = (SHADER_OR_TRANSFER, reads_and_writes());
-        // Memory may have been used by an earlier submission (pooled chunks are reused, and a
-        // buffer may be used again): order this submission's accesses after it.
-        if (!self.ops.is_empty() || !fills.is_empty()) && device.last_submitted() > 0 {
+        // A buffer may be in use by an earlier submission that may still run: order this
+        // submission's accesses after it. Without one, consecutive submissions overlap.
+        if self.follows_running(&fills) {
             w.barrier(any_phase, any_access);
         }
         if !fills.is_empty() {

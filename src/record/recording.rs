@@ -255,14 +255,18 @@ impl Recording {
 
     /// Records that the ops were submitted with timeline value `value`.
     pub fn mark_submitted(&mut self, value: u64) {
-        let mark = |b: &Arc<RawBuffer>| {
+        let mark = |b: &Arc<RawBuffer>, writes: bool| {
             b.last_use.fetch_max(value, Ordering::SeqCst);
+            if writes {
+                b.last_write.fetch_max(value, Ordering::SeqCst);
+            }
             b.pending.fetch_sub(1, Ordering::SeqCst);
         };
         for op in &self.ops {
-            op.for_each_buffer(|b, _| mark(b));
+            op.for_each_buffer(mark);
         }
-        self.host_reads.iter().for_each(mark);
+        // A buffer only read back may have been cleared by this submission: count it written.
+        self.host_reads.iter().for_each(|b| mark(b, true));
         for b in self.cleared.drain(..) {
             b.clear_submitted();
         }

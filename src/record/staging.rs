@@ -17,6 +17,10 @@
 //! out again only when no slot of it is alive and no GPU work uses it any more (its buffers'
 //! timeline values were reached). So memory is never reused while the GPU may still use it,
 //! and never freed under it (in-flight recordings hold the buffers themselves).
+//!
+//! So the flushes in flight use disjoint ranges of a block: the block's buffers are marked so
+//! (`RawBuffer::mark_disjoint`), and a flush does not wait on the GPU for the one before it
+//! (see [`crate::record`]).
 
 #![cfg_attr(not(feature = "crypto"), allow(dead_code))] // staging serves the crypto module today
 
@@ -176,6 +180,12 @@ impl Arena {
         };
         if !StagingBlock::host_side(&work, &home).is_mapped() {
             return Err(Error::BufferUsage("the device offers no host-visible memory for staging".into()));
+        }
+        // Slots are bump-allocated and a block is reused only once no GPU work uses it: the
+        // submissions in flight use disjoint ranges of it, and need not wait for each other.
+        work.mark_disjoint();
+        if let Some(h) = &home {
+            h.mark_disjoint();
         }
         Ok(Arc::new(StagingBlock { work, home }))
     }

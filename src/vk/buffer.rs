@@ -39,7 +39,7 @@ use crate::vk::pool::{Chunk, Pool};
 use ash::vk;
 use bytemuck::Pod;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Whether a buffer's contents are defined yet (the lazy zero-initialisation's state; see the
@@ -89,6 +89,12 @@ pub(crate) struct RawBuffer {
     pub pending: AtomicUsize,
     /// The highest timeline value of a submission that used this buffer.
     pub last_use: AtomicU64,
+    /// The highest timeline value of a submission that wrote this buffer.
+    pub last_write: AtomicU64,
+    /// Every GPU use of this buffer is of a byte range that no other submission uses while
+    /// this one may run (a staging block's, see [`crate::record::staging`]): a submission that
+    /// uses it never waits for another's use of it (see [`crate::record`]).
+    disjoint: AtomicBool,
     /// Dropped right after the memory goes back to the pool (a queue's memory-bound lease).
     pub attachment: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
     /// An [`Init`]: whether the contents still need clearing.
@@ -138,6 +144,8 @@ impl RawBuffer {
             id: device.next_id(),
             pending: AtomicUsize::new(0),
             last_use: AtomicU64::new(0),
+            last_write: AtomicU64::new(0),
+            disjoint: AtomicBool::new(false),
             attachment: std::sync::OnceLock::new(),
             init: AtomicU8::new(if zeroed { Init::Fresh } else { Init::Defined } as u8),
             clear_len,
@@ -240,6 +248,25 @@ impl RawBuffer {
             return Ok(true);
         }
         Ok(last <= shared.completed_value()?)
+    }
+
+    /// Marks the buffer as one whose submissions use disjoint ranges while in flight (see
+    /// `disjoint`). Its owner keeps to that: a range is used again only after every submission
+    /// that used it completed.
+    pub(crate) fn mark_disjoint(&self) {
+        self.disjoint.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a submission that reads (`writes` false) or writes this buffer must be ordered
+    /// after an earlier submission's use of it: one that may still run (above `completed`, the
+    /// last counter value read) used it (wrote it, for a read), and its ranges are not kept
+    /// apart by their owner.
+    pub(crate) fn follows_running(&self, writes: bool, completed: u64) -> bool {
+        if self.disjoint.load(Ordering::Relaxed) {
+            return false;
+        }
+        let last = if writes { &self.last_use } else { &self.last_write };
+        last.load(Ordering::SeqCst) > completed
     }
 
     pub(crate) fn is_mapped(&self) -> bool {
