@@ -117,6 +117,49 @@ fn a_submission_waits_for_earlier_running_ones_only_when_it_uses_what_they_use()
 }
 
 #[test]
+fn a_submission_waits_for_running_work_of_another_queue_or_written_by_hand() {
+    let (device, mix) = setup();
+    let push = bytemuck::bytes_of(&[64u32, 1]).to_vec();
+    let x = Rc::new(Buffer::<u32>::from_slice(&device, &[7; 64]).unwrap());
+    // Records one dispatch on `buf` in `exec` and submits it, without waiting; returns the
+    // barriers that `exec` recorded.
+    let dispatch = |exec: &Executor, buf: &Rc<Buffer<u32>>| {
+        let (ctx, mix, buf, push) = (exec.context(), mix.clone(), buf.clone(), push.clone());
+        let h = exec.spawn(async move {
+            ctx.dispatch(&mix, [1, 1, 1], &[(&*buf).into()], &push)?;
+            ctx.flush();
+            Ok::<_, Error>(())
+        });
+        exec.run();
+        h.join().unwrap().unwrap();
+        exec.stats().barriers
+    };
+    let (a, b) = (Executor::new(&device).unwrap(), Executor::new(&device).unwrap());
+    assert_eq!(dispatch(&a, &x), 0, "nothing ran before");
+    // Another queue of the device writes `x` while the first write may still run.
+    assert_eq!(dispatch(&b, &x), 1, "ordered after the other queue's write");
+    let fresh = Rc::new(Buffer::<u32>::from_slice(&device, &[1; 64]).unwrap());
+    assert_eq!(dispatch(&a, &fresh), 0, "a buffer no running submission uses");
+    // A submission by hand may use anything: the next one is ordered after it.
+    // SAFETY: no command buffer.
+    let by_hand = unsafe { device.submit_raw(&[]) }.unwrap();
+    let other = Rc::new(Buffer::<u32>::from_slice(&device, &[2; 64]).unwrap());
+    assert_eq!(dispatch(&a, &other), 1, "ordered after the submission by hand");
+    device.wait(by_hand + 1, None).unwrap();
+    // Each write ran once, the two of `x` one after the other.
+    let ctx = a.context();
+    let (x2, f2, o2) = (x.clone(), fresh.clone(), other.clone());
+    let h =
+        a.spawn(async move { Ok::<_, Error>([ctx.read(&*x2).await?, ctx.read(&*f2).await?, ctx.read(&*o2).await?]) });
+    a.run();
+    let [gx, gf, go] = h.join().unwrap().unwrap();
+    assert_eq!(gx, vec![mix_cpu(mix_cpu(7, 1), 1); 64]);
+    assert_eq!((gf, go), (vec![mix_cpu(1, 1); 64], vec![mix_cpu(2, 1); 64]));
+    drop((a, b, x, fresh, other, mix));
+    finish(device);
+}
+
+#[test]
 fn barriers_do_not_grow_with_tasks_when_each_does_copy_dispatch_copy() {
     let (device, mix) = setup();
     // One earlier submission, completed (its wait read the counter): no run below needs a

@@ -347,19 +347,18 @@ impl Backend for VulkanBackend {
         job.submit_ns = job.trace.as_ref().map(|t| t.stamp());
         let submitted = {
             let _span = tracing::debug_span!("vkasync.submit").entered();
-            job.device.submit(&[cb])
+            job.device.submit_ordered(&[cb], rec)
         };
         if let Some(t) = &job.trace {
             t.span(HostKind::Submit, started, &[]);
         }
         match submitted {
-            Ok(value) => {
+            Ok((value, ordered)) => {
                 pool.release(cb, Some(value));
-                rec.mark_submitted(value);
                 job.submitted = Some(value);
                 Ok(FlushInfo {
                     value,
-                    barriers: stats.barriers,
+                    barriers: stats.barriers + u64::from(ordered),
                     command_buffers: 1,
                     dispatches: stats.dispatches,
                     copy_dispatches: stats.copy_dispatches,

@@ -98,10 +98,9 @@ impl CommandList {
         let cb = pool.begin(device.raw(), completed)?;
         self.rec.encode(cb, None);
         pool.end(device.raw(), cb)?;
-        match device.submit(&[cb]) {
-            Ok(value) => {
+        match device.submit_ordered(&[cb], &mut self.rec) {
+            Ok((value, _)) => {
                 pool.release(cb, Some(value));
-                self.rec.mark_submitted(value);
                 Ok(value)
             }
             Err(e) => {

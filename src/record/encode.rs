@@ -1,7 +1,8 @@
 //! Writes a planned recording into a Vulkan command buffer (see [`super`] for the protocol and
-//! [`super::plan`] for the planning): the opening barrier, the clear phase, each phase's
-//! dispatches, timestamps and grouped copies (through the copy kernel where it pays, see
-//! [`super::copies`]), a barrier between phases, and the closing barrier to host reads.
+//! [`super::plan`] for the planning): the clear phase, each phase's dispatches, timestamps and
+//! grouped copies (through the copy kernel where it pays, see [`super::copies`]), a barrier
+//! between phases, and the closing barrier to host reads. (What orders a submission after
+//! earlier ones goes first in a command buffer of its own: see [`crate::vk::device`].)
 //!
 //! The trace observes through one hook, [`GpuSpans`] (timestamps around commands), present
 //! only when the queue is traced or times its contexts.
@@ -297,25 +298,6 @@ impl Recording {
         phases
     }
 
-    /// Whether an op (or a clear in `fills`) of this recording reads a buffer that a submission
-    /// which may still run wrote, or writes one that it used (see [`RawBuffer::follows_running`]).
-    /// Pooled memory comes back only after every submission that used it completed, so a
-    /// buffer made on reused memory starts with no such use.
-    fn follows_running(&self, fills: &[Arc<RawBuffer>]) -> bool {
-        let completed = self.device.cached_completed();
-        if self.device.last_submitted() <= completed {
-            return false;
-        }
-        let mut follows = fills.iter().any(|b| b.follows_running(true, completed));
-        for op in &self.ops {
-            if follows {
-                break;
-            }
-            op.for_each_buffer(|b, writes| follows |= b.follows_running(writes, completed));
-        }
-        follows
-    }
-
     /// Writes the ops into `cmd` (in the recording state) phase by phase (see the module docs
     /// of [`super`]). Within a phase, copies between the same two `VkBuffer`s (e.g. many jobs'
     /// uploads from one pooled staging block into one pooled device block) become one command
@@ -335,11 +317,6 @@ impl Recording {
         }
         let any_phase = (SHADER_OR_TRANSFER, writes());
         let any_access = (SHADER_OR_TRANSFER, reads_and_writes());
-        // A buffer may be in use by an earlier submission that may still run: order this
-        // submission's accesses after it. Without one, consecutive submissions overlap.
-        if self.follows_running(&fills) {
-            w.barrier(any_phase, any_access);
-        }
         if !fills.is_empty() {
             w.clears(&mut fills);
             if !self.ops.is_empty() {

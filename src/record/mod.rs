@@ -25,25 +25,28 @@
 //! task. A read-only binding (GLSL `readonly`, or a uniform buffer) counts as a read only, so
 //! tasks that share a key or a table do not serialise each other.
 //!
-//! A submission starts with one barrier when it writes a buffer that an earlier submission which
-//! may still run used, or reads one that such a submission wrote ("may still run": its value is
-//! above the last counter value read; pipeline barriers order against everything earlier in
-//! submission order). Otherwise it has no opening barrier, and the GPU may run it beside the
-//! submissions before it. That is the case of consecutive flushes of coalesced items: their
-//! staging ranges are apart while in flight ([`staging`]) and their tables are their own, so a
-//! flush need not wait for the long SHA-256 chains of the one before, which keep few of the
-//! GPU's threads busy. A buffer made on pooled memory starts with no earlier use: memory goes
-//! back to its pool only after the host saw every submission that used it complete. A
-//! submission ends with one barrier to host reads when the host will read a result.
+//! A submission is ordered after the ones before it (one global barrier, in a command buffer
+//! of its own that goes first in the same `vkQueueSubmit`) when it writes a buffer that an
+//! earlier submission which may still run used, or reads one that such a submission wrote ("may
+//! still run": its value is above the last counter value read), or when a submission made by
+//! hand ([`crate::Device::submit_raw`]) may still run. That is decided when it is submitted,
+//! under the queue's lock, and each submission marks its buffers' uses there too: so the
+//! decision sees every submission before it, from any queue or thread of the device. Otherwise
+//! the GPU may run it beside the submissions before it. That is the case of consecutive flushes
+//! of coalesced items: their staging ranges are apart while in flight ([`staging`]) and their
+//! tables are their own, so a flush need not wait for the long SHA-256 chains of the one before,
+//! which keep few of the GPU's threads busy. A buffer made on pooled memory starts with no
+//! earlier use: memory goes back to its pool only after the host saw every submission that used
+//! it complete. A submission ends with one barrier to host reads when the host will read a
+//! result.
 //!
 //! # Clearing new buffers
 //! A buffer reads as zeros until written (see [`crate::Buffer::new`]). While the phases are
 //! assigned, the first op of a submission that uses a buffer still *fresh* (never written) takes
 //! its clear: if that op is a copy that overwrites the whole buffer (an upload through staging)
 //! nothing more is needed; otherwise the buffer's range is zeroed with `vkCmdFillBuffer` in a
-//! *clear phase* before phase 0. The fills are transfer writes, placed after the submission's
-//! opening barrier if it has one (a fresh buffer's memory has no user that may still run), and
-//! followed by one barrier to every later transfer or shader access, so a submission with no fresh buffer to
+//! *clear phase* before phase 0. The fills are transfer writes (a fresh buffer's memory has no
+//! user that may still run), followed by one barrier to every later transfer or shader access, so a submission with no fresh buffer to
 //! clear records exactly what it did before. A buffer only read back by the host (no op) is
 //! cleared the same way. The buffer counts as cleared once the submission is made; a recording
 //! dropped unsubmitted gives its clears back.

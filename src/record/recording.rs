@@ -253,6 +253,22 @@ impl Recording {
         self.ops.push(op);
     }
 
+    /// Whether a buffer this recording reads was written, or one it writes was used, by a
+    /// submission that may still run (above `completed`; see [`RawBuffer::follows_running`]). A
+    /// clear is a write, and so is a host read-back, which may clear. Pooled memory comes back
+    /// only after every submission that used it completed, so a buffer made on reused memory
+    /// starts with no such use.
+    fn uses_running(&self, completed: u64) -> bool {
+        let mut follows = self.host_reads.iter().any(|b| b.follows_running(true, completed));
+        for op in &self.ops {
+            if follows {
+                break;
+            }
+            op.for_each_buffer(|b, writes| follows |= b.follows_running(writes, completed));
+        }
+        follows
+    }
+
     /// Records that the ops were submitted with timeline value `value`.
     pub fn mark_submitted(&mut self, value: u64) {
         let mark = |b: &Arc<RawBuffer>, writes: bool| {
@@ -501,6 +517,16 @@ impl Recording {
         for b in self.batches.take() {
             b.encode(self);
         }
+    }
+}
+
+impl crate::vk::device::Ordered for Recording {
+    fn follows_running(&self, completed: u64) -> bool {
+        self.uses_running(completed)
+    }
+
+    fn submitted(&mut self, value: u64) {
+        self.mark_submitted(value);
     }
 }
 

@@ -259,8 +259,9 @@ impl RawBuffer {
 
     /// Whether a submission that reads (`writes` false) or writes this buffer must be ordered
     /// after an earlier submission's use of it: one that may still run (above `completed`, the
-    /// last counter value read) used it (wrote it, for a read), and its ranges are not kept
-    /// apart by their owner.
+    /// last counter value read) used it (wrote it, for a read). Never for a buffer whose ranges
+    /// its owner keeps apart. Decided under the queue's lock, when every earlier submission has
+    /// marked its uses (see `DeviceShared::submit_ordered`).
     pub(crate) fn follows_running(&self, writes: bool, completed: u64) -> bool {
         if self.disjoint.load(Ordering::Relaxed) {
             return false;

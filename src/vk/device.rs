@@ -206,7 +206,8 @@ pub(crate) struct DeviceShared {
     /// `VK_EXT_calibrated_timestamps`, when enabled (device and CLOCK_MONOTONIC domains).
     pub(super) calibrated: Option<ash::ext::calibrated_timestamps::Device>,
     pub(super) queue_family: u32,
-    queue: Mutex<vk::Queue>,
+    /// The queue, and what its submissions share under its lock (see [`Submitting`]).
+    queue: Mutex<Submitting>,
     pub(super) timeline: vk::Semaphore,
     /// The last timeline value handed out (by a successful submit).
     submitted: AtomicU64,
@@ -469,10 +470,22 @@ impl Device {
         &self.shared.device
     }
 
-    /// Submits command buffers in one `vkQueueSubmit` that signals the next timeline value, and
-    /// returns that value. The value is handed out only if the submit succeeded.
+    /// Submits command buffers whose buffer uses are not tracked, in one `vkQueueSubmit` that
+    /// signals the next timeline value, and returns that value. The value is handed out only if
+    /// the submit succeeded.
     pub(crate) fn submit(&self, command_buffers: &[vk::CommandBuffer]) -> Result<u64> {
         self.shared.submit(command_buffers)
+    }
+
+    /// Submits recorded work's command buffers, ordered after the submissions that may still
+    /// run where its buffers need it (see [`DeviceShared::submit_ordered`]): its value, and
+    /// whether an ordering barrier went first.
+    pub(crate) fn submit_ordered(
+        &self,
+        command_buffers: &[vk::CommandBuffer],
+        work: &mut dyn Ordered,
+    ) -> Result<(u64, bool)> {
+        self.shared.submit_ordered(command_buffers, Some(work))
     }
 
     /// Makes the device behave as lost from now on, as if the driver had answered the next
@@ -596,24 +609,129 @@ impl DeviceShared {
         }
     }
 
+    /// Submits command buffers whose buffer uses are not tracked (written by hand, or using no
+    /// buffer): the next tracked submission is ordered after them (see [`DeviceShared::submit_ordered`]).
     pub(crate) fn submit(&self, command_buffers: &[vk::CommandBuffer]) -> Result<u64> {
+        self.submit_ordered(command_buffers, None).map(|(value, _)| value)
+    }
+
+    /// Submits command buffers in one `vkQueueSubmit` that signals the next timeline value, and
+    /// returns that value with whether an ordering barrier went first. The value is handed out
+    /// only if the submit succeeded.
+    ///
+    /// With `work` (recorded work whose buffer uses are tracked), under the queue's lock: a
+    /// command buffer holding one global barrier goes first if `work` follows a submission
+    /// that may still run (above the last counter value read), or if an untracked submission
+    /// may still run; after the submit, `work` marks its buffers, still under the lock. So
+    /// every submission earlier in the queue's order has marked its buffers when one decides,
+    /// and the decision is exact, whichever threads and queues submit to this device.
+    pub(crate) fn submit_ordered(
+        &self,
+        command_buffers: &[vk::CommandBuffer],
+        work: Option<&mut dyn Ordered>,
+    ) -> Result<(u64, bool)> {
         self.check_lost()?;
-        let queue = crate::util::lock(&self.queue);
+        let mut q = crate::util::lock(&self.queue);
         let value = self.submitted.load(Ordering::SeqCst) + 1;
+        let completed = self.cached_completed();
+        let ordered = match &work {
+            Some(w) => value - 1 > completed && (q.untracked > completed || w.follows_running(completed)),
+            None => false,
+        };
+        let mut list: smallvec::SmallVec<[vk::CommandBuffer; 2]> = smallvec::SmallVec::new();
+        if ordered {
+            list.push(q.order_cb(&self.device, self.queue_family)?);
+        }
+        list.extend_from_slice(command_buffers);
         let signal_values = [value];
         let signals = [self.timeline];
         let mut timeline_info = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&signal_values);
         let submit = [vk::SubmitInfo::default()
-            .command_buffers(command_buffers)
+            .command_buffers(&list)
             .signal_semaphores(&signals)
             .push_next(&mut timeline_info)];
         // SAFETY: the queue is externally synchronised by the lock held; the command buffers are
         // fully recorded and not pending elsewhere (their owners recycle them only after their
-        // value is reached); `value` is greater than every value signalled before.
-        unsafe { self.device.queue_submit(*queue, &submit, vk::Fence::null()) }
+        // value is reached; the ordering buffer may be pending many times); `value` is greater
+        // than every value signalled before.
+        unsafe { self.device.queue_submit(q.queue, &submit, vk::Fence::null()) }
             .map_err(|e| self.note(map_oom_and_lost("vkQueueSubmit")(e)))?;
+        match work {
+            Some(w) => w.submitted(value),
+            None => q.untracked = value,
+        }
         self.submitted.store(value, Ordering::SeqCst);
-        Ok(value)
+        Ok((value, ordered))
+    }
+}
+
+/// Recorded work that a submission orders by its buffers' uses (see
+/// [`DeviceShared::submit_ordered`]).
+pub(crate) trait Ordered {
+    /// Whether the work uses a buffer that a submission which may still run (above
+    /// `completed`) used in a way that needs ordering (a write after any use, a read after a
+    /// write).
+    fn follows_running(&self, completed: u64) -> bool;
+    /// The work was submitted with `value`: its buffers' uses are marked with it.
+    fn submitted(&mut self, value: u64);
+}
+
+/// The queue and, under its lock, what orders submissions (see [`DeviceShared::submit_ordered`]).
+struct Submitting {
+    queue: vk::Queue,
+    /// A command buffer of one global barrier, recorded once (simultaneous use) in its own pool.
+    order: Option<(vk::CommandPool, vk::CommandBuffer)>,
+    /// The last value of a submission whose buffer uses are not tracked.
+    untracked: u64,
+}
+
+impl Submitting {
+    /// The ordering command buffer, recorded at its first use.
+    fn order_cb(&mut self, device: &ash::Device, family: u32) -> Result<vk::CommandBuffer> {
+        if let Some((_, cb)) = self.order {
+            return Ok(cb);
+        }
+        let info = vk::CommandPoolCreateInfo::default().queue_family_index(family);
+        // SAFETY: the device is live.
+        let pool = unsafe { device.create_command_pool(&info, None) }.map_err(map_oom("vkCreateCommandPool"))?;
+        let recorded = (|| {
+            let alloc = vk::CommandBufferAllocateInfo::default()
+                .command_pool(pool)
+                .level(vk::CommandBufferLevel::PRIMARY)
+                .command_buffer_count(1);
+            // SAFETY: the pool is live and used by this thread only (under the queue's lock).
+            let cb =
+                unsafe { device.allocate_command_buffers(&alloc) }.map_err(map_oom("vkAllocateCommandBuffers"))?[0];
+            let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
+            let stages = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
+            let barrier = [vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(
+                    vk::AccessFlags::SHADER_READ
+                        | vk::AccessFlags::SHADER_WRITE
+                        | vk::AccessFlags::TRANSFER_READ
+                        | vk::AccessFlags::TRANSFER_WRITE
+                        | vk::AccessFlags::UNIFORM_READ,
+                )];
+            // SAFETY: `cb` is new, from a live pool; it is recorded once and never reset.
+            unsafe {
+                device.begin_command_buffer(cb, &begin).map_err(map_oom("vkBeginCommandBuffer"))?;
+                device.cmd_pipeline_barrier(cb, stages, stages, vk::DependencyFlags::empty(), &barrier, &[], &[]);
+                device.end_command_buffer(cb).map_err(map_oom("vkEndCommandBuffer"))?;
+            }
+            Ok(cb)
+        })();
+        match recorded {
+            Ok(cb) => {
+                self.order = Some((pool, cb));
+                Ok(cb)
+            }
+            Err(e) => {
+                // SAFETY: nothing from the pool was submitted.
+                unsafe { device.destroy_command_pool(pool, None) };
+                Err(e)
+            }
+        }
     }
 }
 
@@ -640,6 +758,9 @@ impl Drop for DeviceShared {
             let _ = self.device.device_wait_idle();
             if let Some(pool) = self.blocking_pool.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
                 pool.destroy(&self.device);
+            }
+            if let Some((pool, _)) = self.queue.get_mut().unwrap_or_else(|p| p.into_inner()).order.take() {
+                self.device.destroy_command_pool(pool, None);
             }
             {
                 let mut pool = crate::util::lock(&self.pool);
@@ -1047,7 +1168,7 @@ impl DeviceShared {
             push_descriptor: handles.push_descriptor,
             calibrated: handles.calibrated,
             queue_family: plan.family,
-            queue: Mutex::new(handles.queue),
+            queue: Mutex::new(Submitting { queue: handles.queue, order: None, untracked: 0 }),
             timeline: handles.timeline,
             submitted: AtomicU64::new(0),
             completed: AtomicU64::new(0),
