@@ -411,7 +411,9 @@ impl Device {
 
     /// Interop: submits command buffers recorded by hand in one `vkQueueSubmit` that signals the
     /// next value of the device's timeline, and returns that value (wait for it with
-    /// [`Device::wait`]).
+    /// [`Device::wait`]). vkasync does not know what they use: its next submission is ordered
+    /// after them (one global barrier) while they may still run. Ordering them after vkasync's
+    /// earlier work is theirs to record.
     ///
     /// # Safety
     /// The command buffers must be fully recorded from a pool of this device's queue family,
