@@ -3,12 +3,15 @@
 // key (or none), one message per invocation: the coalesced launch of a flush (see
 // src/crypto/batch.rs).
 //
-//   binding 0 (set 0): readonly storage buffer Keys { uint mid[]; }: 16 words per HMAC key k:
-//              mid[16k .. 16k+7] the SHA-256 state after the block K' ^ ipad, mid[16k+8 ..
-//              16k+15] after K' ^ opad (host.rs hmac_midstates).
+//   binding 0 (set 0): readonly storage buffer Keys { uint mid[]; }: the HMAC keys' midstates,
+//              usually the same buffer as binding 2 (each item carries its key in its own
+//              staging slot): 16 words at word 4k for the key at k: mid[4k .. 4k+7] the
+//              SHA-256 state after the block K' ^ ipad, mid[4k+8 .. 4k+15] after K' ^ opad
+//              (host.rs hmac_midstates).
 //   binding 1 (set 0): readonly storage buffer Index { uvec4 msg[]; }: per message i,
-//              (byte offset in Data, byte length, key index or 0xffffffff for plain SHA-256,
-//              word offset in Data of its 8-word digest).
+//              (byte offset in Data, byte length, where its key starts in Keys in 16-byte
+//              units (k above) or 0xffffffff for plain SHA-256, word offset in Data of its
+//              8-word digest).
 //   binding 2 (set 0): readonly storage buffer Data { uint bytes[]; }: the messages' bytes
 //              packed little-endian (any offset alignment).
 //   binding 3 (set 0): storage buffer Digests { uint digest[]; }: the same buffer as binding 2,
@@ -60,7 +63,7 @@ void main() {
         h = uint[8](digest[o + 0u], digest[o + 1u], digest[o + 2u], digest[o + 3u],
                     digest[o + 4u], digest[o + 5u], digest[o + 6u], digest[o + 7u]);
     } else if (keyed) {
-        uint k = m.z * 16u;
+        uint k = m.z * 4u;
         h = uint[8](mid[k + 0u], mid[k + 1u], mid[k + 2u], mid[k + 3u],
                     mid[k + 4u], mid[k + 5u], mid[k + 6u], mid[k + 7u]);
     } else {
@@ -72,7 +75,7 @@ void main() {
         // Outer: one block = inner digest (32 bytes) || 0x80 || zeros || bit length 768.
         uint w[16] = uint[16](h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7],
                               0x80000000u, 0u, 0u, 0u, 0u, 0u, 0u, (64u + 32u) * 8u);
-        uint k = m.z * 16u + 8u;
+        uint k = m.z * 4u + 8u;
         uint ho[8] = uint[8](mid[k + 0u], mid[k + 1u], mid[k + 2u], mid[k + 3u],
                              mid[k + 4u], mid[k + 5u], mid[k + 6u], mid[k + 7u]);
         sha256_compress(ho, w);

@@ -18,9 +18,8 @@ layout(push_constant) uniform Push {
     uint block_base;
 };
 
-// Rounds 1..nrounds of key k with the initial AddRoundKey.
-uvec4 aes_encrypt_block(uvec4 s, uint k, uint nrounds, uint lane) {
-    uint base = k * 15u;
+// Rounds 1..nrounds of the schedule at rk[base] with the initial AddRoundKey.
+uvec4 aes_encrypt_block(uvec4 s, uint base, uint nrounds, uint lane) {
     s ^= rk[base];
     for (uint r = 1u; r < nrounds; ++r) {
         s = aes_round(s, rk[base + r], lane);
@@ -54,7 +53,7 @@ void main() {
     uvec4 r = rec[2u * lo];
     uvec4 c = rec[2u * lo + 1u];
     uint j = b - r.x;
-    if (j >= r.z) {
+    if (j >= (r.z & 0x0fffffffu)) {
         return; // cannot happen with a well-formed table; never write outside a record
     }
     // Counter block c + j, 128-bit big-endian, mod 2^128.
@@ -64,8 +63,8 @@ void main() {
     ctr.z = uaddCarry(c.z, carry, carry);
     ctr.y = uaddCarry(c.y, carry, carry);
     ctr.x = c.x + carry;
-    uint nr = r.w & 0xffu;
-    uint key = r.w >> 8;
+    uint nr = r.z >> 28;
+    uint key = r.w;
     uint lane = aes_lane();
     uvec4 ks;
     if (nr == 10u) {

@@ -102,6 +102,17 @@ pub(super) enum HostCipher {
 }
 
 impl HostCipher {
+    /// RustCrypto's expansion of `key` (16, 24 or 32 bytes, else [`Error::InvalidArgument`]).
+    pub(super) fn new(key: &[u8]) -> Result<Self> {
+        use aes::cipher::KeyInit;
+        Ok(match key.len() {
+            16 => HostCipher::Aes128(aes::Aes128::new(key.into())),
+            24 => HostCipher::Aes192(aes::Aes192::new(key.into())),
+            32 => HostCipher::Aes256(aes::Aes256::new(key.into())),
+            n => return Err(Error::InvalidArgument(format!("an AES key of {n} bytes"))),
+        })
+    }
+
     /// XORs `data` with the AES-CTR keystream from counter block `iv` (128-bit big-endian
     /// increment).
     pub(super) fn apply_ctr(&self, iv: &[u8; 16], data: &mut [u8]) {
@@ -152,15 +163,7 @@ impl AesKey {
 
     /// RustCrypto's expanded key (made once).
     pub(super) fn host_cipher(&self) -> &HostCipher {
-        self.host.get_or_init(|| {
-            use aes::cipher::KeyInit;
-            let k = self.raw();
-            Box::new(match k.len() {
-                16 => HostCipher::Aes128(aes::Aes128::new(k.into())),
-                24 => HostCipher::Aes192(aes::Aes192::new(k.into())),
-                _ => HostCipher::Aes256(aes::Aes256::new(k.into())),
-            })
-        })
+        self.host.get_or_init(|| Box::new(HostCipher::new(self.raw()).expect("a validated key length")))
     }
 
     /// The key size in bits: 128, 192 or 256.

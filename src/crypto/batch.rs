@@ -10,10 +10,17 @@
 //! - `aes`: AES-CTR in place over ranges of the slot, each with its own key and counter;
 //! - `hashes`: SHA-256/HMAC of ranges of the slot, run after AES (encrypt-then-MAC);
 //!
-//! each digest written into the slot where the item asked. At the flush, [`CryptoBatch::encode`]
-//! builds the per-flush tables (key schedules and HMAC midstates, deduplicated by key; one row
-//! per AES range with its key, counter, place and length; one row per message; in memory kept
-//! from the flushes before, see [`Spare`]) and records,
+//! each digest written into the slot where the item asked.
+//!
+//! The item also writes its keys into its slot: the AES schedule ([`Item::put_aes_key`]) and
+//! the HMAC midstates ([`Item::put_mac_key`]), after its data. The kernels read them there (the
+//! staging chunk is bound as their key table too), so the calling task, on its own thread,
+//! does everything per item that does not depend on the flush. The keys stay in the slot's
+//! memory until it is written again: host memory of this process, of which a caller can read
+//! only its results (a record's bytes and tag, a digest). At the flush,
+//! [`CryptoBatch::encode`] only builds the row tables (one row per AES range with its place,
+//! length, key place and counter; one row per message; in memory kept from the flushes before,
+//! see [`Spare`]), touching nothing of the keys, and records,
 //! per staging chunk: on a discrete GPU one copy of every item's slot from the chunk's host
 //! side to the GPU's buffer, the `mac_first` hashes, the AES ranges, the hashes, and one copy
 //! back. The recording orders them (they all use the chunk) and ends with a barrier to host
@@ -26,6 +33,7 @@
 //! with the RustCrypto crates, and marks the items done. The caller's wait returns as soon as
 //! it sees that, without waiting for the flush's (then empty) submission.
 
+use super::aes::HostCipher;
 use super::credit::{HostCredit, CREDIT_FLUSHES};
 use super::host;
 use super::{AesKey, HmacKey};
@@ -38,26 +46,45 @@ use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// AES-CTR over `len` bytes at byte `at` of the slot (a multiple of 16), from `counter`.
+/// Bytes of slot an AES key takes ([`Item::put_aes_key`]): the schedule's 15 round keys at
+/// most (AES-256's; a shorter one is followed by zeros).
+pub(crate) const AES_KEY_BYTES: u64 = 240;
+/// Bytes of slot an HMAC key takes ([`Item::put_mac_key`]): its two midstates.
+pub(crate) const MAC_KEY_BYTES: u64 = 64;
+
+/// Where an item wrote an AES key into its slot ([`Item::put_aes_key`]; a multiple of 16), and
+/// the key's rounds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AesKeyAt {
+    pub at: u64,
+    pub rounds: u32,
+}
+
+/// AES-CTR over `len` bytes at byte `at` of the slot (a multiple of 16), from `counter`, with
+/// the key the item wrote at `key.at` of its slot. The item holds nothing of the key itself:
+/// the GPU and the host path read it from the slot.
 pub(crate) struct AesPart {
     pub at: u64,
     pub len: u64,
-    pub key: Arc<AesKey>,
+    pub key: AesKeyAt,
     pub counter: [u8; 16],
 }
 
 /// SHA-256 (no key) or HMAC-SHA256 of `len` bytes at byte `at` of the slot; the digest (eight
-/// big-endian words) goes to byte `digest_at` (a multiple of 4, apart from every message).
+/// big-endian words) goes to byte `digest_at` (a multiple of 4, apart from every message); the
+/// HMAC key's midstates are at `key_at` of the slot ([`Item::put_mac_key`]).
 pub(crate) struct HashPart {
     pub at: u64,
     pub len: u64,
     pub digest_at: u64,
-    pub key: Option<Arc<HmacKey>>,
+    pub key_at: Option<u64>,
 }
 
-/// What a task and its item share: an encoding error, and the timeline value of the flush.
-#[derive(Default)]
+/// What a task and its item share: the slot, an encoding error, and the timeline value of the
+/// flush. The slot is here, not in the item, so that the flushing thread, which drops the
+/// items, does not touch the staging chunk's reference count that every task's slot shares.
 pub(crate) struct ItemState {
+    slot: Slot,
     error: OnceLock<Error>,
     /// The flush's submission value (0 until submitted).
     value: OnceLock<Arc<AtomicU64>>,
@@ -67,7 +94,6 @@ pub(crate) struct ItemState {
 
 /// One call's work in one flush.
 pub(crate) struct Item {
-    pub slot: Slot,
     pub mac_first: SmallVec<[HashPart; 1]>,
     pub aes: SmallVec<[AesPart; 1]>,
     pub hashes: SmallVec<[HashPart; 1]>,
@@ -76,18 +102,44 @@ pub(crate) struct Item {
 
 impl Item {
     pub fn new(slot: Slot) -> Self {
-        Item {
-            slot,
-            mac_first: SmallVec::new(),
-            aes: SmallVec::new(),
-            hashes: SmallVec::new(),
-            state: Arc::new(ItemState::default()),
-        }
+        let state =
+            ItemState { slot, error: OnceLock::new(), value: OnceLock::new(), host_done: AtomicBool::new(false) };
+        Item { mac_first: SmallVec::new(), aes: SmallVec::new(), hashes: SmallVec::new(), state: Arc::new(state) }
+    }
+
+    /// The item's staging slot.
+    pub fn slot(&self) -> &Slot {
+        &self.state.slot
+    }
+
+    /// Writes `key`'s schedule at byte `at` of the slot (a multiple of 16, with
+    /// [`AES_KEY_BYTES`] of room) and returns the key for the item's [`AesPart`]s.
+    pub fn put_aes_key(&self, key: &AesKey, at: u64) -> Result<AesKeyAt> {
+        debug_assert_eq!(at % 16, 0, "a key's place in a slot is a multiple of 16");
+        self.slot().write(at, bytemuck::cast_slice(&key.schedule))?;
+        Ok(AesKeyAt { at, rounds: key.rounds })
+    }
+
+    /// Writes `key`'s midstates at byte `at` of the slot (a multiple of 16, with
+    /// [`MAC_KEY_BYTES`] of room) and returns that place for the item's [`HashPart`]s.
+    pub fn put_mac_key(&self, key: &HmacKey, at: u64) -> Result<u64> {
+        debug_assert_eq!(at % 16, 0, "a key's place in a slot is a multiple of 16");
+        let mut words = [0u32; 16];
+        words[..8].copy_from_slice(&key.inner);
+        words[8..].copy_from_slice(&key.outer);
+        self.slot().write(at, bytemuck::cast_slice(&words))?;
+        Ok(at)
+    }
+
+    /// Adds AES-CTR over `len` bytes at byte `at` of the slot from `counter`, with a key the
+    /// item wrote into its slot.
+    pub fn add_aes(&mut self, at: u64, len: u64, key: AesKeyAt, counter: [u8; 16]) {
+        self.aes.push(AesPart { at, len, key, counter });
     }
 
     /// The caller's side of the item.
     pub fn ticket(&self) -> Ticket {
-        Ticket { slot: self.slot.clone(), state: self.state.clone() }
+        Ticket { state: self.state.clone() }
     }
 
     /// The bytes the item's kernels read.
@@ -100,14 +152,14 @@ impl Item {
     fn run_on_host(&self) -> Result<()> {
         // SAFETY: the item is being encoded: it was never handed to GPU work, its slot belongs
         // to it alone, and the caller reads the slot only after `host_done` is set below.
-        let bytes = unsafe { self.slot.host_bytes()? };
+        let bytes = unsafe { self.slot().host_bytes()? };
         for p in &self.mac_first {
             hash_on_host(bytes, p);
         }
         for p in &self.aes {
+            let cipher = HostCipher::new(&aes_key_in(bytes, p.key))?;
             let (at, len) = (p.at as usize, p.len as usize);
-            let data = &mut bytes[at..at + len];
-            p.key.host_cipher().apply_ctr(&p.counter, data);
+            cipher.apply_ctr(&p.counter, &mut bytes[at..at + len]);
         }
         for p in &self.hashes {
             hash_on_host(bytes, p);
@@ -130,13 +182,36 @@ impl Drop for Item {
     }
 }
 
+/// `N` native words at byte `at` of `bytes` (a key as [`Item::put_aes_key`] and
+/// [`Item::put_mac_key`] wrote it).
+fn words_in<const N: usize>(bytes: &[u8], at: u64) -> [u32; N] {
+    let mut w = [0u32; N];
+    for (k, word) in w.iter_mut().enumerate() {
+        let b = at as usize + 4 * k;
+        *word = u32::from_ne_bytes([bytes[b], bytes[b + 1], bytes[b + 2], bytes[b + 3]]);
+    }
+    w
+}
+
+/// The AES key whose schedule is at `key.at` of `bytes`: its first `rounds - 6` words, which
+/// FIPS-197's expansion copies from the key (big-endian).
+fn aes_key_in(bytes: &[u8], key: AesKeyAt) -> SmallVec<[u8; 32]> {
+    let w: [u32; 8] = words_in(bytes, key.at);
+    let nk = (key.rounds.saturating_sub(6) as usize).min(8);
+    w[..nk].iter().flat_map(|x| x.to_be_bytes()).collect()
+}
+
 /// SHA-256 or HMAC-SHA256 of a range of `bytes`, its digest written as the kernel writes it
 /// (eight big-endian words, each stored as a native `u32`).
 fn hash_on_host(bytes: &mut [u8], p: &HashPart) {
     let msg = &bytes[p.at as usize..(p.at + p.len) as usize];
-    let digest = match &p.key {
+    let digest = match p.key_at {
         None => host::sha256(msg),
-        Some(k) => host::hmac_sha256_from_midstates(k.inner, k.outer, msg),
+        Some(at) => {
+            let mid: [u32; 16] = words_in(bytes, at);
+            let (inner, outer) = (mid[..8].try_into().expect("8"), mid[8..].try_into().expect("8"));
+            host::hmac_sha256_from_midstates(inner, outer, msg)
+        }
     };
     let at = p.digest_at as usize;
     for (k, w) in digest.chunks_exact(4).enumerate() {
@@ -148,7 +223,6 @@ fn hash_on_host(bytes: &mut [u8], p: &HashPart) {
 /// The caller's side of an [`Item`]: reads its results once its flush has completed.
 #[derive(Clone)]
 pub(crate) struct Ticket {
-    slot: Slot,
     state: Arc<ItemState>,
 }
 
@@ -179,7 +253,7 @@ impl Ticket {
         if value == crate::record::recording::NOTHING_TO_SUBMIT {
             return Ok(Some(true));
         }
-        let device = &self.slot.chunk.work.device;
+        let device = &self.state.slot.chunk.work.device;
         Ok(Some(value <= device.cached_completed() || value <= device.completed_value()?))
     }
 
@@ -209,17 +283,21 @@ impl Ticket {
         self.ready()?;
         // SAFETY: the flush that carried the item completed (checked just above), it ended with
         // a barrier to host reads, and nothing else writes the slot: the item owned it alone.
-        unsafe { self.slot.read(at, out) }
+        unsafe { self.state.slot.read(at, out) }
     }
 
     /// As [`Ticket::read`], spreading a large copy over host threads.
     pub fn read_par(&self, at: u64, out: &mut [u8]) -> Result<()> {
         self.ready()?;
-        if at.checked_add(out.len() as u64).is_none_or(|e| e > self.slot.len) {
-            return Err(Error::SizeMismatch { what: "range of a staging slot", expected: self.slot.len, got: at });
+        if at.checked_add(out.len() as u64).is_none_or(|e| e > self.state.slot.len) {
+            return Err(Error::SizeMismatch {
+                what: "range of a staging slot",
+                expected: self.state.slot.len,
+                got: at,
+            });
         }
         // SAFETY: as in `read`; nothing else uses the slot's bytes while the slice lives.
-        let all = unsafe { self.slot.host_bytes()? };
+        let all = unsafe { self.state.slot.host_bytes()? };
         crate::record::staging::par_copy(out, &all[at as usize..at as usize + out.len()]);
         Ok(())
     }
@@ -235,9 +313,9 @@ impl Ticket {
     /// Overwrites the slot's readable copy with zeros (plaintext that must not be released).
     pub fn scrub(&self) {
         if self.ready().is_ok() {
-            let buf = self.slot.chunk.result_buffer();
+            let buf = self.state.slot.chunk.result_buffer();
             // SAFETY: the flush completed (checked), and the slot belongs to this item alone.
-            let _ = unsafe { buf.zero_range(self.slot.offset, self.slot.len) };
+            let _ = unsafe { buf.zero_range(self.state.slot.offset, self.state.slot.len) };
         }
     }
 }
@@ -259,7 +337,7 @@ pub(crate) struct CryptoBatch {
     pub offload: OffloadRule,
     /// How much `Auto` seals at once before records join a flush again (see [`super::credit`]).
     pub credit: HostCredit,
-    /// The row and key tables of flushes encoded before, cleared, for the next (see [`Spare`]).
+    /// The row tables of flushes encoded before, cleared, for the next (see [`Spare`]).
     spare: Mutex<Spare>,
 }
 
@@ -414,62 +492,6 @@ fn table<T: bytemuck::Pod + Default>(device: &Device, rows: &[T]) -> Result<Buff
     Ok(buf)
 }
 
-/// Per-flush key tables. A key is added once per run of consecutive items that share it (the
-/// same `Arc`), not looked up in a map: with one key per connection most keys appear once per
-/// flush, and the flushing thread's time per item is what bounds a front that feeds it from
-/// many threads (on an H200's host a map and a copy of each schedule cost about 1.5 µs per
-/// item in all). A key used by items far apart is simply in the table twice.
-#[derive(Default)]
-struct Keys {
-    aes: Vec<u32>,
-    last_aes: Option<(usize, u32)>,
-    mac: Vec<u32>,
-    last_mac: Option<(usize, u32)>,
-}
-
-/// Words per AES key schedule in the table (AES-256's 60; shorter schedules are padded).
-const AES_SCHEDULE_WORDS: usize = 60;
-
-impl Keys {
-    /// Empties the tables for the next flush, keeping their memory.
-    fn clear(&mut self) {
-        self.aes.clear();
-        self.mac.clear();
-        self.last_aes = None;
-        self.last_mac = None;
-    }
-
-    fn aes(&mut self, key: &Arc<AesKey>) -> u32 {
-        let ptr = Arc::as_ptr(key) as usize;
-        match self.last_aes {
-            Some((p, k)) if p == ptr => k,
-            _ => {
-                let k = (self.aes.len() / AES_SCHEDULE_WORDS) as u32;
-                let at = self.aes.len();
-                self.aes.extend_from_slice(&key.schedule);
-                self.aes.resize(at + AES_SCHEDULE_WORDS, 0);
-                self.last_aes = Some((ptr, k));
-                k
-            }
-        }
-    }
-
-    fn mac(&mut self, key: &Option<Arc<HmacKey>>) -> u32 {
-        let Some(key) = key else { return u32::MAX };
-        let ptr = Arc::as_ptr(key) as usize;
-        match self.last_mac {
-            Some((p, k)) if p == ptr => k,
-            _ => {
-                let k = (self.mac.len() / 16) as u32;
-                self.mac.extend_from_slice(&key.inner);
-                self.mac.extend_from_slice(&key.outer);
-                self.last_mac = Some((ptr, k));
-                k
-            }
-        }
-    }
-}
-
 /// One chunk's rows.
 #[derive(Default)]
 struct Group {
@@ -487,42 +509,28 @@ fn to_u32(v: u64, what: &'static str) -> Result<u32> {
     u32::try_from(v).map_err(|_| Error::TooLarge { what, requested: v, limit: u32::MAX as u64 })
 }
 
-/// Cleared tables of earlier flushes, kept with their memory. A flush's key tables hold about
-/// 300 bytes per item (an AES schedule and two HMAC midstates): allocated afresh, thousands of
-/// items are megabytes of new pages, each faulted in on its first write. Kept, the next flush
-/// writes into memory already mapped: on the H200's host the rows of 10,000 records took 1.9–2.2
-/// ms per run instead of 3.5–3.6 at 16 KiB, 2.3–2.6 instead of 3.0–3.8 at 1 KiB
-/// (`benchmarks/2026-12-04-h200-2b64879/`). At most [`SPARE_KEYS`] key tables and
-/// [`SPARE_GROUPS`] groups are kept, none larger than [`SPARE_MAX_BYTES`] (a rare huge flush does
-/// not keep its memory for ever).
+/// Cleared row tables of earlier flushes, kept with their memory: allocated afresh, the rows of
+/// thousands of items are new pages, each faulted in on its first write. Kept, the next flush
+/// writes into memory already mapped (on the H200's host, with the keys then in tables of their
+/// own, the rows of 10,000 records took 1.9–2.2 ms per run instead of 3.5–3.6 at 16 KiB:
+/// `benchmarks/2026-12-04-h200-2b64879/`). At most [`SPARE_GROUPS`] groups are kept, none
+/// larger than [`SPARE_MAX_BYTES`] (a rare huge flush does not keep its memory for ever).
 #[derive(Default)]
 struct Spare {
-    keys: Vec<Keys>,
     groups: Vec<Group>,
 }
 
-/// Key tables kept at most (about one per flush in flight, and one being encoded).
-const SPARE_KEYS: usize = 4;
 /// Groups kept at most (a flush has one per staging chunk its items use).
 const SPARE_GROUPS: usize = 32;
-/// The largest table kept (about 55,000 items' keys).
+/// The largest table kept (about a million rows).
 const SPARE_MAX_BYTES: usize = 16 << 20;
 
 impl Spare {
-    fn keys(&mut self) -> Keys {
-        self.keys.pop().unwrap_or_default()
-    }
-
     fn group(&mut self) -> Group {
         self.groups.pop().unwrap_or_default()
     }
 
-    fn give_back(&mut self, mut keys: Keys, groups: impl IntoIterator<Item = Group>) {
-        let key_bytes = 4 * (keys.aes.capacity() + keys.mac.capacity());
-        if self.keys.len() < SPARE_KEYS && key_bytes <= SPARE_MAX_BYTES {
-            keys.clear();
-            self.keys.push(keys);
-        }
+    fn give_back(&mut self, groups: impl IntoIterator<Item = Group>) {
         for mut g in groups {
             if self.groups.len() >= SPARE_GROUPS {
                 break;
@@ -546,13 +554,38 @@ impl Group {
         (self.mac_first_max, self.aes_blocks, self.hashes_max) = (0, 0, 0);
     }
 
-    fn hash_row(slot: &Slot, p: &HashPart, keys: &mut Keys) -> Result<[u32; 4]> {
+    /// The kernel's row of a message of the item whose slot is at `offset` in its chunk (see
+    /// `shaders/sha256_multi.comp`): its key is read from the slot.
+    fn hash_row(offset: u64, p: &HashPart) -> Result<[u32; 4]> {
+        let key = match p.key_at {
+            Some(at) => to_u32((offset + at) / 16, "key offset in a staging chunk")?,
+            None => u32::MAX,
+        };
         Ok([
-            to_u32(slot.offset + p.at, "message offset in a staging chunk")?,
+            to_u32(offset + p.at, "message offset in a staging chunk")?,
             to_u32(p.len, "message")?,
-            keys.mac(&p.key),
-            to_u32((slot.offset + p.digest_at) / 4, "digest offset in a staging chunk")?,
+            key,
+            to_u32((offset + p.digest_at) / 4, "digest offset in a staging chunk")?,
         ])
+    }
+
+    /// The kernel's two rows of an AES range of the item whose slot is at `offset` in its chunk
+    /// (see `shaders/aes_ctr_multi.comp`), its first block after the group's blocks so far; its
+    /// key is read from the slot.
+    fn aes_rows(&mut self, offset: u64, p: &AesPart) -> Result<()> {
+        let blocks = p.len.div_ceil(16);
+        if blocks >= 1 << 28 {
+            return Err(Error::TooLarge { what: "AES range (blocks)", requested: blocks, limit: (1 << 28) - 1 });
+        }
+        self.aes.push([
+            to_u32(self.aes_blocks, "AES blocks in one flush")?,
+            to_u32((offset + p.at) / 16, "AES data offset in a staging chunk")?,
+            blocks as u32 | p.key.rounds << 28,
+            to_u32((offset + p.key.at) / 16, "key offset in a staging chunk")?,
+        ]);
+        self.aes.push(host::ctr_words(&p.counter));
+        self.aes_blocks += blocks;
+        Ok(())
     }
 }
 
@@ -572,15 +605,12 @@ impl BatchKind for CryptoBatch {
             return Ok(());
         }
         let completion = enc.completion();
-        let mut keys = lock(&self.spare).keys();
-        keys.aes.reserve(items.len() * AES_SCHEDULE_WORDS);
-        keys.mac.reserve(items.len() * 16);
         let mut groups: Vec<(Arc<crate::record::staging::StagingBlock>, Group)> = Vec::new();
         let mut group_ix: IdMap<usize, usize> = IdMap::default();
         let mut last: Option<(usize, usize)> = None;
         for it in items.iter() {
             let _ = it.state.value.set(completion.clone());
-            let slot = &it.slot;
+            let slot = it.slot();
             let ptr = Arc::as_ptr(&slot.chunk) as usize;
             // Consecutive items mostly share a chunk: skip the map then.
             let g = match last {
@@ -593,27 +623,14 @@ impl BatchKind for CryptoBatch {
             last = Some((ptr, g));
             let group = &mut groups[g].1;
             for p in &it.mac_first {
-                group.mac_first.push(Group::hash_row(slot, p, &mut keys)?);
+                group.mac_first.push(Group::hash_row(slot.offset, p)?);
                 group.mac_first_max = group.mac_first_max.max(p.len);
             }
-            for p in &it.aes {
-                if p.len == 0 {
-                    continue;
-                }
-                let blocks = p.len.div_ceil(16);
-                let k = keys.aes(&p.key);
-                let c = host::ctr_words(&p.counter);
-                group.aes.push([
-                    to_u32(group.aes_blocks, "AES blocks in one flush")?,
-                    to_u32((slot.offset + p.at) / 16, "AES data offset in a staging chunk")?,
-                    to_u32(blocks, "AES range")?,
-                    (k << 8) | p.key.rounds,
-                ]);
-                group.aes.push(c);
-                group.aes_blocks += blocks;
+            for p in it.aes.iter().filter(|p| p.len > 0) {
+                group.aes_rows(slot.offset, p)?;
             }
             for p in &it.hashes {
-                group.hashes.push(Group::hash_row(slot, p, &mut keys)?);
+                group.hashes.push(Group::hash_row(slot.offset, p)?);
                 group.hashes_max = group.hashes_max.max(p.len);
             }
             if slot.chunk.home.is_some() {
@@ -621,8 +638,6 @@ impl BatchKind for CryptoBatch {
             }
         }
         let device = enc.device().clone();
-        let aes_keys = if keys.aes.is_empty() { None } else { Some(table(&device, &keys.aes)?) };
-        let mac_keys = table(&device, &keys.mac)?;
         for (chunk, group) in groups.iter_mut() {
             let data = Arg { buffer: chunk.work.clone(), kind: crate::BindingKind::Storage };
             // On a discrete GPU: the inputs from the host side, then the same ranges back.
@@ -637,24 +652,25 @@ impl BatchKind for CryptoBatch {
                 }
                 enc.copy_ranges(home, &chunk.work, &ranges)?;
             }
-            self.hashes(enc, &mac_keys, &data, &group.mac_first, group.mac_first_max)?;
-            if let (false, Some(aes_keys)) = (group.aes.is_empty(), &aes_keys) {
+            // The keys are in the items' slots: the chunk is the kernels' key table too.
+            self.hashes(enc, &data, &group.mac_first, group.mac_first_max)?;
+            if !group.aes.is_empty() {
                 let records = table(&device, &group.aes)?;
                 let nrecords = to_u32(group.aes.len() as u64 / 2, "AES ranges in one flush")?;
                 let total = to_u32(group.aes_blocks, "AES blocks in one flush")?;
-                let args = [Arg::uniform(&*self.table), Arg::storage(aes_keys), Arg::storage(&records), data.clone()];
+                let args = [Arg::uniform(&*self.table), data.clone(), Arg::storage(&records), data.clone()];
                 for (base, groups) in host::dispatches(total, host::LOCAL_SIZE, self.max_groups) {
                     let push = [nrecords, total, base];
                     enc.dispatch(&self.aes, [groups, 1, 1], &args, bytemuck::cast_slice(&push))?;
                 }
             }
-            self.hashes(enc, &mac_keys, &data, &group.hashes, group.hashes_max)?;
+            self.hashes(enc, &data, &group.hashes, group.hashes_max)?;
             if let Some(home) = &chunk.home {
                 enc.copy_ranges(&chunk.work, home, &ranges)?;
             }
         }
         enc.host_will_read();
-        lock(&self.spare).give_back(keys, groups.into_iter().map(|(_, g)| g));
+        lock(&self.spare).give_back(groups.into_iter().map(|(_, g)| g));
         Ok(())
     }
 
@@ -671,21 +687,14 @@ impl BatchKind for CryptoBatch {
 
 impl CryptoBatch {
     /// One SHA-256/HMAC pass over `rows` (one dispatch per window of the longest message).
-    fn hashes(
-        &self,
-        enc: &mut Encoder<'_>,
-        mac_keys: &Buffer<u32>,
-        data: &Arg,
-        rows: &[[u32; 4]],
-        max_len: u64,
-    ) -> Result<()> {
+    fn hashes(&self, enc: &mut Encoder<'_>, data: &Arg, rows: &[[u32; 4]], max_len: u64) -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
         let device = enc.device().clone();
         let index = table(&device, rows)?;
         let n = to_u32(rows.len() as u64, "messages in one flush")?;
-        let args = [Arg::storage(mac_keys), Arg::storage(&index), data.clone(), data.clone()];
+        let args = [data.clone(), Arg::storage(&index), data.clone(), data.clone()];
         for begin in host::block_windows(max_len as usize, self.window) {
             for (base, groups) in host::dispatches(n, kernels::sha256_multi::LOCAL_SIZE[0], self.max_groups) {
                 let push = [n, base, begin, self.window];
@@ -740,43 +749,48 @@ mod tests {
     #[test]
     fn spare_tables_come_back_empty_with_their_memory() {
         let mut spare = Spare::default();
-        let key = Arc::new(AesKey::new(&[1; 32]).unwrap());
-        let mac = Some(Arc::new(HmacKey::new(b"k")));
-        let mut keys = spare.keys();
-        for _ in 0..100 {
-            keys.aes(&Arc::new(AesKey::new(&[2; 16]).unwrap()));
-        }
-        keys.aes(&key);
-        keys.mac(&mac);
         let mut group = spare.group();
         group.mac_first.push([1; 4]);
         group.aes.extend([[2; 4], [3; 4]]);
         group.hashes.push([4; 4]);
-        group.home.push((5, 6));
+        group.home.extend((0..100).map(|i| (i, 6)));
         (group.mac_first_max, group.aes_blocks, group.hashes_max) = (7, 8, 9);
-        let capacity = keys.aes.capacity();
-        spare.give_back(keys, [group]);
-        let (mut keys, group) = (spare.keys(), spare.group());
-        assert!(keys.aes.is_empty() && keys.mac.is_empty(), "key tables cleared");
-        assert!(keys.last_aes.is_none() && keys.last_mac.is_none(), "no key remembered from the last flush");
-        assert_eq!(keys.aes.capacity(), capacity, "the memory is kept");
+        let capacity = group.home.capacity();
+        spare.give_back([group]);
+        let group = spare.group();
         assert!(group.mac_first.is_empty() && group.aes.is_empty() && group.hashes.is_empty());
         assert!(group.home.is_empty(), "no range of an earlier flush is copied again");
         assert_eq!((group.mac_first_max, group.aes_blocks, group.hashes_max), (0, 0, 0));
-        // The same key is added again, at the start of the table.
-        assert_eq!(keys.aes(&key), 0);
+        assert_eq!(group.home.capacity(), capacity, "the memory is kept");
         // None too large is kept.
-        let mut huge = Keys::default();
-        huge.aes.reserve(SPARE_MAX_BYTES / 4 + 1);
         let mut wide = Group::default();
         wide.aes.reserve(SPARE_MAX_BYTES / 16 + 1);
-        spare.give_back(huge, [wide]);
-        assert!(spare.keys.is_empty() && spare.groups.is_empty(), "a huge flush's tables are freed");
+        spare.give_back([wide]);
+        assert!(spare.groups.is_empty(), "a huge flush's tables are freed");
         // At most so many are kept.
-        for _ in 0..SPARE_KEYS + 2 {
-            spare.give_back(Keys::default(), (0..SPARE_GROUPS + 2).map(|_| Group::default()));
+        for _ in 0..2 {
+            spare.give_back((0..SPARE_GROUPS + 2).map(|_| Group::default()));
         }
-        assert_eq!((spare.keys.len(), spare.groups.len()), (SPARE_KEYS, SPARE_GROUPS));
+        assert_eq!(spare.groups.len(), SPARE_GROUPS);
+    }
+
+    #[test]
+    fn rows_point_the_kernels_at_the_keys_in_the_slot() {
+        let part = AesPart { at: 16, len: 33, key: AesKeyAt { at: 64, rounds: 10 }, counter: [0; 16] };
+        let mut group = Group { aes_blocks: 5, ..Group::default() };
+        // The slot at byte 4096 of its chunk.
+        group.aes_rows(4096, &part).unwrap();
+        // First block after the group's 5; data at (4096 + 16) / 16; 3 blocks, 10 rounds; key
+        // at (4096 + 64) / 16.
+        assert_eq!(group.aes[0], [5, 257, 3 | 10 << 28, 260]);
+        assert_eq!(group.aes_blocks, 8);
+        let hash = HashPart { at: 0, len: 49, digest_at: 96, key_at: Some(128) };
+        assert_eq!(Group::hash_row(4096, &hash).unwrap(), [4096, 49, (4096 + 128) / 16, (4096 + 96) / 4]);
+        let plain = HashPart { key_at: None, ..hash };
+        assert_eq!(Group::hash_row(4096, &plain).unwrap()[2], u32::MAX, "no key: plain SHA-256");
+        // A range of 2^28 blocks or more does not fit the row.
+        let huge = AesPart { len: 16 << 28, ..part };
+        assert!(matches!(group.aes_rows(4096, &huge), Err(Error::TooLarge { .. })));
     }
 
     /// Whether `rule` keeps a flush of `n` sealed records of `len` bytes on the host.

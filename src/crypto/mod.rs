@@ -124,7 +124,7 @@ pub use host::{ctr_add, digest_bytes, pack_le_words, unpack_le_words};
 pub use record::{PendingOpen, PendingSeal, RecordKeys, SealedRecord as Sealed, StagedRecord, MAX_RECORD_BYTES};
 
 use crate::{kernels, Arg, CommandList, Device, Error, Kernel, Recorder, Result};
-use batch::{AesPart, CryptoBatch, HashPart, Item, Ticket};
+use batch::{CryptoBatch, HashPart, Item, Ticket};
 use std::future::Future;
 use std::ops::Range;
 use std::sync::Arc;
@@ -371,11 +371,10 @@ impl Crypto {
         iv: &[u8; 16],
         data: &[u8],
     ) -> Result<PendingAesCtr> {
-        let key = Arc::new(key.clone());
         let mut pieces = Vec::with_capacity(data.len().div_ceil(self.chunk_bytes));
         for (k, piece) in data.chunks(self.chunk_bytes).enumerate() {
             let counter = ctr_add(iv, (k * self.chunk_bytes / 16) as u64);
-            pieces.push((self.stage_aes(rec, Some(&key), &counter, piece)?, piece.len()));
+            pieces.push((self.stage_aes(rec, Some(key), &counter, piece)?, piece.len()));
         }
         Ok(PendingAesCtr { pieces, len: data.len() })
     }
@@ -384,16 +383,20 @@ impl Crypto {
     fn stage_aes<R: Recorder + ?Sized>(
         &self,
         rec: &mut R,
-        key: Option<&Arc<AesKey>>,
+        key: Option<&AesKey>,
         counter: &[u8; 16],
         data: &[u8],
     ) -> Result<Ticket> {
-        let slot = self.batch.arena.reserve(data.len() as u64)?;
+        // The data, padded to whole blocks, then the key for the kernel.
+        let len = data.len() as u64;
+        let key_at = len.next_multiple_of(16);
+        let slot = self.batch.arena.reserve(key_at + if key.is_some() { batch::AES_KEY_BYTES } else { 0 })?;
         slot.write_par(0, data)?;
-        slot.zero(data.len() as u64, slot.len - data.len() as u64)?;
+        slot.zero(len, key_at - len)?;
         let mut item = Item::new(slot);
         if let Some(key) = key {
-            item.aes.push(AesPart { at: 0, len: data.len() as u64, key: key.clone(), counter: *counter });
+            let key = item.put_aes_key(key, key_at)?;
+            item.add_aes(0, len, key, *counter);
         }
         let ticket = item.ticket();
         rec.batch(&self.batch, item)?;
@@ -431,7 +434,6 @@ impl Crypto {
         key: Option<&HmacKey>,
         messages: &[M],
     ) -> Result<PendingDigests> {
-        let key = key.map(|k| Arc::new(k.clone()));
         let limit = (self.batch.arena.max_slot() as usize).min(self.chunk_bytes);
         let mut batches = Vec::new();
         let mut rest = messages;
@@ -445,7 +447,7 @@ impl Crypto {
                     return Err(Error::TooLarge { what: "message", requested: m.as_ref().len() as u64, limit });
                 }
             }
-            batches.push(self.stage_digests(rec, key.as_ref(), part)?);
+            batches.push(self.stage_digests(rec, key, part)?);
         }
         Ok(PendingDigests { batches })
     }
@@ -455,24 +457,27 @@ impl Crypto {
     fn stage_digests<R: Recorder + ?Sized, M: AsRef<[u8]>>(
         &self,
         rec: &mut R,
-        key: Option<&Arc<HmacKey>>,
+        key: Option<&HmacKey>,
         messages: &[M],
     ) -> Result<(Ticket, u64, usize)> {
         let bytes: u64 = messages.iter().map(|m| m.as_ref().len() as u64).sum();
         let digests_at = bytes.next_multiple_of(4);
-        let slot = self.batch.arena.reserve(digests_at + 32 * messages.len() as u64)?;
+        // The key for the kernel after the digests.
+        let key_at = (digests_at + 32 * messages.len() as u64).next_multiple_of(16);
+        let slot = self.batch.arena.reserve(key_at + if key.is_some() { batch::MAC_KEY_BYTES } else { 0 })?;
         let parts: Vec<&[u8]> = messages.iter().map(|m| m.as_ref()).collect();
         slot.write_parts(0, &parts)?;
         let mut item = Item::new(slot);
+        let key_at = key.map(|k| item.put_mac_key(k, key_at)).transpose()?;
         let mut at = 0u64;
         for (i, m) in messages.iter().enumerate() {
             let m = m.as_ref();
             let digest_at = digests_at + 32 * i as u64;
-            item.hashes.push(HashPart { at, len: m.len() as u64, digest_at, key: key.cloned() });
+            item.hashes.push(HashPart { at, len: m.len() as u64, digest_at, key_at });
             at += m.len() as u64;
         }
         // The tail of the last message's word is read (never hashed): keep it defined.
-        item.slot.zero(at, digests_at - at)?;
+        item.slot().zero(at, digests_at - at)?;
         let ticket = item.ticket();
         rec.batch(&self.batch, item)?;
         Ok((ticket, digests_at, messages.len()))
@@ -509,22 +514,25 @@ impl Crypto {
         }
         let stream_len = ranges.last().map_or(0, |r| r.end) as u64;
         let macs_at = (next as u64).max(16);
-        let slot = self.batch.arena.reserve(macs_at + 32 * ranges.len() as u64)?;
+        // The keys for the kernels after the MACs.
+        let keys_at = macs_at + 32 * ranges.len() as u64;
+        let slot = self.batch.arena.reserve(keys_at + batch::AES_KEY_BYTES + batch::MAC_KEY_BYTES)?;
         slot.zero(0, macs_at)?;
         let mut item = Item::new(slot);
         for (r, m) in ranges.iter().zip(records) {
             if !r.is_empty() {
-                item.slot.write(r.start as u64, m.as_ref())?;
+                item.slot().write(r.start as u64, m.as_ref())?;
             }
         }
-        let mac_key = Arc::new(mac_key.clone());
-        item.aes.push(AesPart { at: 0, len: stream_len, key: Arc::new(aes_key.clone()), counter: *iv });
+        let aes_key = item.put_aes_key(aes_key, keys_at)?;
+        let mac_key = item.put_mac_key(mac_key, keys_at + batch::AES_KEY_BYTES)?;
+        item.add_aes(0, stream_len, aes_key, *iv);
         for (i, r) in ranges.iter().enumerate() {
             item.hashes.push(HashPart {
                 at: r.start as u64,
                 len: r.len() as u64,
                 digest_at: macs_at + 32 * i as u64,
-                key: Some(mac_key.clone()),
+                key_at: Some(mac_key),
             });
         }
         let ticket = item.ticket();
@@ -582,14 +590,13 @@ impl Crypto {
         iv: &[u8; 16],
         mut io: Io<'_>,
     ) -> Result<()> {
-        let key = key.map(|k| Arc::new(k.clone()));
         let len = io.len();
         let pieces = len.div_ceil(PIECE_BYTES);
         let mut in_flight = std::collections::VecDeque::new();
         for k in 0..pieces {
             let r = k * PIECE_BYTES..len.min((k + 1) * PIECE_BYTES);
             let counter = ctr_add(iv, (r.start / 16) as u64);
-            let ticket = self.stage_aes(&mut ctx.clone(), key.as_ref(), &counter, io.input(r.clone()))?;
+            let ticket = self.stage_aes(&mut ctx.clone(), key, &counter, io.input(r.clone()))?;
             if pieces > 1 {
                 ctx.flush();
             }

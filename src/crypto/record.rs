@@ -56,7 +56,7 @@
 //! was dropped before it finished), the buffer's bytes are refused with [`Error::NotReady`];
 //! `ctx.synchronize().await` waits for that work.
 
-use super::batch::{AesPart, HashPart, Inline, Item, Ticket};
+use super::batch::{HashPart, Inline, Item, Ticket, AES_KEY_BYTES, MAC_KEY_BYTES};
 use super::{host, AesKey, Crypto, HmacKey, Io};
 use crate::error::{Error, Result};
 use crate::record::staging::Slot;
@@ -136,22 +136,36 @@ fn record_tag(mac: &HmacKey, nonce: &[u8; 16], data: &[u8]) -> [u8; 32] {
     host::sha256_finish(mac.outer, 64, &inner)
 }
 
+/// Where a record of `len` bytes has its tag in its slot, after the nonce (at 0) and the data
+/// (at 16), padded to 16 bytes.
+fn record_tag_at(len: u64) -> u64 {
+    16 + len.next_multiple_of(16)
+}
+
+/// The slot bytes of a record of `len` bytes: nonce, data, tag, then its keys for the kernels
+/// (the AES schedule and the HMAC midstates, see [`Item::put_aes_key`]).
+fn record_slot_len(len: u64) -> u64 {
+    record_tag_at(len) + 32 + AES_KEY_BYTES + MAC_KEY_BYTES
+}
+
 /// The item that seals (or, `mac_first`, opens) the record of `len` bytes at byte 16 of `slot`:
-/// writes its nonce at 0 and zeros between the record and its tag (at `16 + len` rounded up to
-/// 16), then the record's HMAC (after AES when sealing, before it when opening) and its AES-CTR.
+/// writes its nonce at 0, zeros between the record and its tag, and the keys after the tag,
+/// then the record's HMAC (after AES when sealing, before it when opening) and its AES-CTR.
 fn record_item(slot: Slot, keys: &RecordKeys, seq: u64, len: u64, mac_first: bool) -> Result<Item> {
-    let tag_at = 16 + len.next_multiple_of(16);
+    let tag_at = record_tag_at(len);
     let nonce = keys.nonce(seq);
     slot.write(0, &nonce)?;
     slot.zero(16 + len, tag_at - 16 - len)?;
     let mut item = Item::new(slot);
-    let mac = HashPart { at: 0, len: 16 + len, digest_at: tag_at, key: Some(keys.mac.clone()) };
+    let aes = item.put_aes_key(&keys.aes, tag_at + 32)?;
+    let mac = item.put_mac_key(&keys.mac, tag_at + 32 + AES_KEY_BYTES)?;
+    let mac = HashPart { at: 0, len: 16 + len, digest_at: tag_at, key_at: Some(mac) };
     if mac_first {
         item.mac_first.push(mac);
     } else {
         item.hashes.push(mac);
     }
-    item.aes.push(AesPart { at: 16, len, key: keys.aes.clone(), counter: nonce });
+    item.add_aes(16, len, aes, nonce);
     Ok(item)
 }
 
@@ -265,7 +279,7 @@ impl Crypto {
         if len > MAX_RECORD_BYTES {
             return Err(Error::TooLarge { what: "record", requested: len, limit: MAX_RECORD_BYTES });
         }
-        Ok(16 + len.next_multiple_of(16) + 32 <= self.batch.arena.max_slot())
+        Ok(record_slot_len(len) <= self.batch.arena.max_slot())
     }
 
     /// Seals a record too long for one slot: AES-CTR in pieces, then its tag on the host.
@@ -349,8 +363,8 @@ impl Crypto {
     /// the order `mac_first` says.
     fn stage_item(&self, keys: &RecordKeys, seq: u64, data: &[u8], mac_first: bool) -> Result<(Item, Staged)> {
         let len = data.len() as u64;
-        let tag_at = 16 + len.next_multiple_of(16);
-        let slot = self.batch.arena.reserve(tag_at + 32)?;
+        let tag_at = record_tag_at(len);
+        let slot = self.batch.arena.reserve(record_slot_len(len))?;
         slot.write(16, data)?;
         let item = record_item(slot, keys, seq, len, mac_first)?;
         let ticket = item.ticket();
@@ -596,11 +610,11 @@ impl Crypto {
             return Err(Error::TooLarge {
                 what: "staged record (nonce, data and tag in one staging slot)",
                 requested: len as u64,
-                limit: self.batch.arena.max_slot().saturating_sub(48),
+                limit: self.batch.arena.max_slot().saturating_sub(record_slot_len(0)),
             });
         }
-        let tag_at = 16 + (len as u64).next_multiple_of(16);
-        let slot = self.batch.staged.reserve(tag_at + 32)?;
+        let tag_at = record_tag_at(len as u64);
+        let slot = self.batch.staged.reserve(record_slot_len(len as u64))?;
         // Staging memory is reused: nothing of an earlier user's records shows through.
         slot.zero(0, slot.len)?;
         Ok(StagedRecord { slot, len, tag_at, pending: None })
