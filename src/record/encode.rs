@@ -472,8 +472,8 @@ impl Recording {
             stats.add(&w.stats);
         }
         if !used.iter().any(|&u| u) && self.host_read {
-            // Nothing but a host read of fresh buffers (cleared above) or of earlier results:
-            // the compute part holds the barrier to host reads.
+            // Nothing but host reads of earlier results: the compute part holds the barrier to
+            // host reads.
             let mut w = writer(cmds[1]);
             w.barrier((SHADER_OR_TRANSFER, writes()), to_host);
             stats.add(&w.stats);
