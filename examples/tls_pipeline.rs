@@ -256,6 +256,10 @@ fn introduce(o: &Options, device: &Device, auto: &Crypto) {
     };
     println!("device: {} ({})", device.info().name, describe(kind));
     println!("host cores: {}; flush policy {:?}; `auto` runs {auto_rule}", o.cores, o.flush);
+    if let Some(q) = device.copy_queues() {
+        // VKASYNC_COPY_QUEUES=1: uploads and read-backs on queues of their own.
+        println!("copy queues: on, {q:?}");
+    }
     if kind == vkasync::DeviceType::Cpu {
         println!(
             "note: this device is the host CPU emulating a GPU (lavapipe), so the GPU modes compete with \

@@ -67,6 +67,7 @@ pub use record::command_list::CommandList;
 pub use record::recorder::Recorder;
 pub use record::recording::Readback;
 pub use vk::buffer::{Buffer, MemoryKind};
+pub use vk::copy_queues::CopyQueueInfo;
 pub use vk::device::{Device, DeviceBuilder, Limits, MemoryReport, RobustAccess};
 pub use vk::instance::{adapters, AdapterInfo, DeviceSelector, DeviceType, QueueFamilyInfo};
 pub use vk::kernel::{Arg, Kernel, KernelSource};

@@ -11,7 +11,9 @@ use crate::record::copies::CopyKernel;
 use crate::record::recording::{Op, Recording};
 use crate::trace::{GpuSpans, HostKind, QueueTrace, TaskClock};
 use crate::vk::command_pool::CommandPool;
+use crate::vk::copy_queues::Parts;
 use crate::vk::device::Device;
+use ash::vk;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -124,7 +126,7 @@ const ANNOUNCE_WAIT_AFTER: Duration = Duration::from_millis(100);
 /// One Vulkan queue of a [`Device`].
 pub(crate) struct VulkanBackend {
     pub device: Device,
-    pool: Option<CommandPool>,
+    pool: Option<Pools>,
     /// The copy kernel, made at the first flush that can use it.
     copy_kernel: Arc<CopyKernel>,
     /// Work recorded since the last flush.
@@ -187,8 +189,8 @@ impl Drop for Retired {
 pub(crate) struct FlushJob {
     device: Device,
     rec: Recording,
-    /// The backend's command pool, lent for the job (`None` once the device was lost).
-    pool: Option<CommandPool>,
+    /// The backend's command pools, lent for the job (`None` once the device was lost).
+    pool: Option<Pools>,
     copy_kernel: Arc<CopyKernel>,
     /// The counter as read when the job was taken: command buffers at or below it are reused.
     completed: u64,
@@ -200,6 +202,57 @@ pub(crate) struct FlushJob {
     submit_ns: Option<i64>,
     /// The value the submission signals, once made.
     submitted: Option<u64>,
+    /// A submission failed after part of it may have been submitted (the device counts as
+    /// lost): the recording is leaked.
+    leak: bool,
+}
+
+/// A backend's command pools: the compute queue's and, with copy queues of another family, one
+/// of that family for the input and output parts.
+pub(crate) struct Pools {
+    compute: CommandPool,
+    copy: Option<CommandPool>,
+}
+
+impl Pools {
+    fn new(device: &Device) -> Result<Self> {
+        let compute = CommandPool::new(device.raw(), device.queue_family())?;
+        let copy = match device.copy_queues() {
+            Some(q) if q.family != device.queue_family() => match CommandPool::new(device.raw(), q.family) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    compute.destroy(device.raw());
+                    return Err(e);
+                }
+            },
+            _ => None,
+        };
+        Ok(Pools { compute, copy })
+    }
+
+    /// The pool of part `k` (input, compute, output) of a split submission, or of the one
+    /// command buffer of a whole one.
+    fn for_part(&mut self, split: bool, k: usize) -> &mut CommandPool {
+        match (&mut self.copy, split && k != 1) {
+            (Some(copy), true) => copy,
+            _ => &mut self.compute,
+        }
+    }
+
+    /// Hands back the command buffers of parts `0..cbs.len()`, as [`CommandPool::release`].
+    fn release(&mut self, split: bool, cbs: &[vk::CommandBuffer], value: Option<u64>) {
+        for (k, &cb) in cbs.iter().enumerate() {
+            self.for_part(split, k).release(cb, value);
+        }
+    }
+
+    /// Destroys both pools (see [`CommandPool::destroy`]).
+    fn destroy(self, device: &ash::Device) {
+        self.compute.destroy(device);
+        if let Some(p) = self.copy {
+            p.destroy(device);
+        }
+    }
 }
 
 impl VulkanBackend {
@@ -215,7 +268,7 @@ impl VulkanBackend {
         }
         Ok(VulkanBackend {
             device: device.clone(),
-            pool: Some(CommandPool::new(device.raw(), device.queue_family())?),
+            pool: Some(Pools::new(device)?),
             copy_kernel: Arc::default(),
             pending: Recording::new(device),
             in_flight: VecDeque::new(),
@@ -306,6 +359,7 @@ impl Backend for VulkanBackend {
             epoch_start: self.epoch_start.take(),
             submit_ns: None,
             submitted: None,
+            leak: false,
         }
     }
 
@@ -332,14 +386,39 @@ impl Backend for VulkanBackend {
             rec.spans = Some(GpuSpans::new(&job.device, rec.ops.len() as u32, job.detail, job.spare_pools.clone()));
         }
         // No pool: the device was lost, and the pool was leaked with what it ran.
-        let pool = job.pool.as_mut().ok_or(crate::Error::DeviceLost)?;
-        let cb = pool.begin(job.device.raw(), job.completed)?;
+        let pools = job.pool.as_mut().ok_or(crate::Error::DeviceLost)?;
+        let d = job.device.raw();
+        let split = job.device.copy_queues().is_some() && rec.spans.is_none();
+        let n = if split { 3 } else { 1 };
+        let mut cbs = [vk::CommandBuffer::null(); 3];
+        for k in 0..n {
+            match pools.for_part(split, k).begin(d, job.completed) {
+                Ok(cb) => cbs[k] = cb,
+                Err(e) => {
+                    pools.release(split, &cbs[..k], None);
+                    return Err(e);
+                }
+            }
+        }
         let started = Instant::now();
-        let stats = {
+        let (stats, used) = {
             let _span = tracing::debug_span!("vkasync.encode", ops = rec.ops.len()).entered();
-            rec.encode(cb, job.copy_kernel.get(&job.device))
+            let copy_kernel = job.copy_kernel.get(&job.device);
+            if split {
+                rec.encode_parts(cbs, copy_kernel)
+            } else {
+                (rec.encode(cbs[0], copy_kernel), [true, false, false])
+            }
         };
-        pool.end(job.device.raw(), cb)?;
+        for k in 0..n {
+            if let Err(e) = pools.for_part(split, k).end(d, cbs[k]) {
+                // `end` took back the one that failed; the others go back too.
+                for m in (0..n).filter(|&m| m != k) {
+                    pools.for_part(split, m).release(cbs[m], None);
+                }
+                return Err(e);
+            }
+        }
         if let Some(t) = &job.trace {
             t.span(HostKind::Encode, started, &[rec.ops.len() as u64]);
         }
@@ -347,33 +426,54 @@ impl Backend for VulkanBackend {
         job.submit_ns = job.trace.as_ref().map(|t| t.stamp());
         let submitted = {
             let _span = tracing::debug_span!("vkasync.submit").entered();
-            job.device.submit_ordered(&[cb], rec)
+            if split {
+                let part = |k: usize| if used[k] { std::slice::from_ref(&cbs[k]) } else { &[][..] };
+                let parts = Parts { input: part(0), compute: part(1), output: part(2) };
+                job.device.submit_parts(parts, rec)
+            } else {
+                job.device.submit_ordered(&cbs[..1], rec).map_err(|e| (e, false))
+            }
         };
         if let Some(t) = &job.trace {
             t.span(HostKind::Submit, started, &[]);
         }
         match submitted {
             Ok((value, ordered)) => {
-                pool.release(cb, Some(value));
+                // The buffers of parts left empty (never submitted) go back for reuse at once.
+                for k in 0..n {
+                    pools.for_part(split, k).release(cbs[k], used[k].then_some(value));
+                }
                 job.submitted = Some(value);
                 Ok(FlushInfo {
                     value,
                     barriers: stats.barriers + u64::from(ordered),
-                    command_buffers: 1,
+                    command_buffers: used.iter().filter(|&&u| u).count() as u64,
                     dispatches: stats.dispatches,
                     copy_dispatches: stats.copy_dispatches,
                     submitted: true,
                 })
             }
-            Err(e) => {
-                pool.release(cb, None);
+            Err((e, partial)) => {
+                if partial {
+                    // Part of the submission went in (see `copy_queues`): its command buffers
+                    // may be pending, so they stay out of the pool, and the recording is leaked.
+                    job.leak = true;
+                } else {
+                    pools.release(split, &cbs[..n], None);
+                }
                 Err(e)
             }
         }
     }
 
     fn end_flush(&mut self, job: FlushJob) {
-        let FlushJob { rec, pool, submit_ns, submitted, .. } = job;
+        let FlushJob { rec, pool, submit_ns, submitted, leak, .. } = job;
+        if leak {
+            // Part of a failed submission may run: nothing it uses is freed (see `run_flush`).
+            std::mem::forget(rec);
+            std::mem::forget(pool);
+            return;
+        }
         if self.abandoned && !self.device.loss_is_simulated() {
             // The device was lost while the job ran: what it submitted may still be running
             // in a driver that no longer answers, so it is leaked with the pool, as in

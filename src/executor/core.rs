@@ -188,6 +188,7 @@ pub(crate) struct Counters {
     pub await_points: AtomicU64,
     pub flushes: AtomicU64,
     pub submits: AtomicU64,
+    pub command_buffers: AtomicU64,
     pub host_waits: AtomicU64,
     pub barriers: AtomicU64,
     pub dispatches: AtomicU64,
@@ -418,6 +419,7 @@ impl<B: Backend> QueueCore<B> {
             await_points: g(&c.await_points) + laned,
             flushes: g(&c.flushes),
             submits: g(&c.submits),
+            command_buffers: g(&c.command_buffers),
             host_waits: g(&c.host_waits),
             barriers: g(&c.barriers),
             dispatches: g(&c.dispatches),
@@ -853,6 +855,7 @@ impl<B: Backend> QueueCore<B> {
             }
             Ok(info) => {
                 bump(&self.counters.submits, 1);
+                bump(&self.counters.command_buffers, info.command_buffers);
                 bump(&self.counters.barriers, info.barriers);
                 bump(&self.counters.dispatches, info.dispatches);
                 bump(&self.counters.copy_dispatches, info.copy_dispatches);

@@ -326,12 +326,17 @@ pub struct Stats {
     pub await_points: u64,
     /// Flushes of recorded work.
     pub flushes: u64,
-    /// `vkQueueSubmit` calls.
+    /// Submissions: one per flush that had GPU work, each one `vkQueueSubmit` (with copy
+    /// queues, one per queue it uses; see [`crate::DeviceBuilder::copy_queues`]).
     pub submits: u64,
+    /// Command buffers submitted: one per submission, or with copy queues one per part that
+    /// holds commands (input, compute, output).
+    pub command_buffers: u64,
     /// GPU waits (`vkWaitSemaphores` calls, made on the executor's wait thread); a wait that an
     /// optional spin on the counter satisfied does not count.
     pub host_waits: u64,
-    /// Pipeline barriers recorded.
+    /// Pipeline barriers recorded. With copy queues, a submission's wait for the one before it
+    /// (in place of the barrier that orders it) counts as one.
     pub barriers: u64,
     /// Dispatches recorded (a coalesced batch counts its dispatches, not its items).
     pub dispatches: u64,

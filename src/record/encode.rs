@@ -8,7 +8,7 @@
 //! only when the queue is traced or times its contexts.
 
 use crate::record::copies;
-use crate::record::plan::{self, Access, CopyGroups, Fill};
+use crate::record::plan::{self, Access, CopyGroups, Fill, Part};
 use crate::record::recording::{Op, Recording};
 use crate::trace::{Command, GpuSpans, SpanSource, TaskClock};
 use crate::vk::buffer::{Claim, RawBuffer};
@@ -236,6 +236,46 @@ impl<'a> Writer<'a> {
         by_kernel
     }
 
+    /// Writes the ops of one phase (`run`): dispatches and timestamps in order, then the phase's
+    /// copies grouped by buffer pair, through `copy_kernel` where given and where it pays.
+    #[allow(clippy::too_many_arguments)] // the writer's scratch space, kept across phases
+    fn phase(
+        &mut self,
+        device: &crate::Device,
+        ops: &'a [Op],
+        run: impl Iterator<Item = usize>,
+        groups: &mut CopyGroups<vk::Buffer>,
+        regions: &mut Vec<copies::Region>,
+        held: &mut Vec<Arc<RawBuffer>>,
+        copy_kernel: Option<&Kernel>,
+    ) {
+        groups.clear();
+        for i in run {
+            match &ops[i] {
+                Op::Copy { src, dst, regions } => {
+                    let bases = || (src.base_address(), dst.base_address());
+                    groups.add(i, (src.buffer, dst.buffer), bases, regions, self.spans.is_some());
+                }
+                op @ Op::Dispatch { kernel, groups: g, .. } => self.dispatch(device, i, kernel, *g, op),
+                Op::Timestamp { pool, index } => {
+                    // SAFETY: the pool is live (held by the op), was reset on the host, and the
+                    // index was checked when recorded.
+                    unsafe {
+                        self.d.cmd_write_timestamp(self.cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool.pool, *index)
+                    };
+                }
+            }
+        }
+        let by_kernel = match copy_kernel {
+            Some(ck) => self.kernel_copies(device, ck, groups, regions, held),
+            None => SmallVec::new(),
+        };
+        self.buffer_copies(groups, &by_kernel);
+        if let Some(sp) = &mut self.spans {
+            sp.end_group(self.cmd);
+        }
+    }
+
     /// The phase's other copy groups, one `vkCmdCopyBuffer` each.
     fn buffer_copies(&mut self, groups: &CopyGroups<vk::Buffer>, by_kernel: &[bool]) {
         for (slot, g) in groups.groups.iter().enumerate() {
@@ -325,36 +365,12 @@ impl Recording {
         }
         let mut groups = CopyGroups::<vk::Buffer>::default();
         let mut regions: Vec<copies::Region> = Vec::new();
-        let ops = &self.ops;
         for (n, run) in phases.runs().enumerate() {
             if n > 0 {
                 w.barrier(any_phase, any_access);
             }
-            groups.clear();
-            for &i in run {
-                match &ops[i] {
-                    Op::Copy { src, dst, regions } => {
-                        let bases = || (src.base_address(), dst.base_address());
-                        groups.add(i, (src.buffer, dst.buffer), bases, regions, w.spans.is_some());
-                    }
-                    op @ Op::Dispatch { kernel, groups: g, .. } => w.dispatch(&device, i, kernel, *g, op),
-                    Op::Timestamp { pool, index } => {
-                        // SAFETY: the pool is live (held by the op), was reset on the host, and
-                        // the index was checked when recorded.
-                        unsafe {
-                            w.d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool.pool, *index)
-                        };
-                    }
-                }
-            }
-            let by_kernel = match copy_kernel {
-                Some(ck) => w.kernel_copies(&device, ck, &groups, &mut regions, &mut self.held),
-                None => SmallVec::new(),
-            };
-            w.buffer_copies(&groups, &by_kernel);
-            if let Some(sp) = &mut w.spans {
-                sp.end_group(cmd);
-            }
+            let run = run.iter().copied();
+            w.phase(&device, &self.ops, run, &mut groups, &mut regions, &mut self.held, copy_kernel);
         }
         w.stats.phases = u64::from(phases.count);
         if self.host_read {
@@ -362,6 +378,116 @@ impl Recording {
         }
         self.spans = w.spans.take();
         w.stats
+    }
+}
+
+impl Recording {
+    /// Writes the ops split over the copy queues (see [`crate::vk::copy_queues`]) into `cmds`
+    /// (input, compute, output; each in the recording state): the input part holds the clears
+    /// and the first phase's copies, the output part the last phase's copies, the compute part
+    /// the rest phase by phase (through `copy_kernel` where it pays). The input and output
+    /// parts use transfer commands only. Returns which parts hold commands. A recording with
+    /// GPU spans is encoded whole ([`Recording::encode`]).
+    pub fn encode_parts(
+        &mut self,
+        cmds: [vk::CommandBuffer; 3],
+        copy_kernel: Option<&Kernel>,
+    ) -> (EncodeStats, [bool; 3]) {
+        debug_assert!(self.spans.is_none(), "GPU spans are written into one command buffer");
+        self.encode_batches();
+        let mut fills = SmallVec::new();
+        let phases = self.plan(&mut fills);
+        let part = plan::parts(&phases, |i| matches!(self.ops[i], Op::Copy { .. }));
+        let has = |p: Part| part.contains(&p);
+        let mut used =
+            [has(Part::Input) || !fills.is_empty() && !has(Part::Compute), has(Part::Compute), has(Part::Output)];
+        let device = self.device.clone();
+        let writer = |cmd| Writer {
+            d: device.raw(),
+            cmd,
+            stats: EncodeStats::default(),
+            spans: None,
+            by_op: Vec::new(),
+            bound: None,
+            pushed: None,
+        };
+        let mut stats = EncodeStats { phases: u64::from(phases.count), ..EncodeStats::default() };
+        let mut groups = CopyGroups::<vk::Buffer>::default();
+        let mut regions: Vec<copies::Region> = Vec::new();
+        let transfer_write = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE);
+        let to_host = (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ);
+        let part = &part;
+        let in_part = |p: Part| move |&i: &usize| part[i] == p;
+        // Input: the clears, then the first phase's copies.
+        if used[0] {
+            let mut w = writer(cmds[0]);
+            if !fills.is_empty() {
+                w.clears(&mut fills);
+                let next = (
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::AccessFlags::TRANSFER_READ | vk::AccessFlags::TRANSFER_WRITE,
+                );
+                w.barrier(transfer_write, next);
+            }
+            let run = phases.order.iter().copied().filter(in_part(Part::Input));
+            w.phase(&device, &self.ops, run, &mut groups, &mut regions, &mut self.held, None);
+            if self.host_read && !used[1] && !used[2] {
+                // The last part: the host reads what it copied.
+                w.barrier(transfer_write, to_host);
+            }
+            stats.add(&w.stats);
+        }
+        // Compute: the clears when there is no input part, then each phase's other ops.
+        if used[1] {
+            let mut w = writer(cmds[1]);
+            if !used[0] && !fills.is_empty() {
+                w.clears(&mut fills);
+                w.barrier(transfer_write, (SHADER_OR_TRANSFER, reads_and_writes()));
+            }
+            let mut first = true;
+            for run in phases.runs() {
+                if !run.iter().any(in_part(Part::Compute)) {
+                    continue;
+                }
+                if !first {
+                    w.barrier((SHADER_OR_TRANSFER, writes()), (SHADER_OR_TRANSFER, reads_and_writes()));
+                }
+                first = false;
+                let run = run.iter().copied().filter(in_part(Part::Compute));
+                w.phase(&device, &self.ops, run, &mut groups, &mut regions, &mut self.held, copy_kernel);
+            }
+            if self.host_read {
+                w.barrier((SHADER_OR_TRANSFER, writes()), to_host);
+            }
+            stats.add(&w.stats);
+        }
+        // Output: the last phase's copies, then the barrier to host reads.
+        if used[2] {
+            let mut w = writer(cmds[2]);
+            let run = phases.order.iter().copied().filter(in_part(Part::Output));
+            w.phase(&device, &self.ops, run, &mut groups, &mut regions, &mut self.held, None);
+            if self.host_read {
+                w.barrier(transfer_write, to_host);
+            }
+            stats.add(&w.stats);
+        }
+        if !used.iter().any(|&u| u) && self.host_read {
+            // Nothing but host reads of earlier results: the compute part holds the barrier to
+            // host reads.
+            let mut w = writer(cmds[1]);
+            w.barrier((SHADER_OR_TRANSFER, writes()), to_host);
+            stats.add(&w.stats);
+            used[1] = true;
+        }
+        (stats, used)
+    }
+}
+
+impl EncodeStats {
+    fn add(&mut self, o: &EncodeStats) {
+        self.barriers += o.barriers;
+        self.dispatches += o.dispatches;
+        self.copy_dispatches += o.copy_dispatches;
     }
 }
 

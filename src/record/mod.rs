@@ -40,6 +40,12 @@
 //! it complete. A submission ends with one barrier to host reads when the host will read a
 //! result.
 //!
+//! With copy queues ([`crate::vk::copy_queues`]) a submission is encoded in three parts: the
+//! clears and the first phase's copies, the other ops, the last phase's copies
+//! (`plan::parts`). The parts run one after another on their queues, joined by semaphores, so
+//! the phases' order holds; a submission that must be ordered after running ones waits for the
+//! timeline value before its own instead of opening with a barrier.
+//!
 //! # Clearing new buffers
 //! A buffer reads as zeros until written (see [`crate::Buffer::new`]). While the phases are
 //! assigned, the first op of a submission that uses a buffer still *fresh* (never written) takes

@@ -89,6 +89,34 @@ pub(crate) fn assign<O: Access>(ops: &[O], mut first_use: impl FnMut(&O, &O::Buf
     Phases { of_op, order, count, used }
 }
 
+/// Where an op goes when a flush is split over copy queues (see [`crate::vk::copy_queues`]),
+/// in the order the parts run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Part {
+    /// The first phase's copies (the uploads).
+    Input,
+    /// Everything else.
+    Compute,
+    /// The last phase's copies (the read-backs), when the flush has more than one phase.
+    Output,
+}
+
+/// Each op's part: a copy (`is_copy(op)`) of the first phase goes to the input part, one of the
+/// last phase (of two or more) to the output part, every other op to the compute part. The
+/// parts run one after another, so every hazard stays ordered: an op depends only on ops of
+/// earlier phases, no op of the first phase depends on another, and nothing follows an op of
+/// the last phase.
+pub(crate) fn parts(phases: &Phases, is_copy: impl Fn(usize) -> bool) -> Vec<Part> {
+    let last = phases.count.saturating_sub(1);
+    (phases.of_op.iter().enumerate())
+        .map(|(i, &phase)| match (is_copy(i), phase) {
+            (true, 0) => Part::Input,
+            (true, p) if p == last => Part::Output,
+            _ => Part::Compute,
+        })
+        .collect()
+}
+
 /// A fresh buffer's clear: its `VkBuffer` (`K`), the offset and length to zero, and whether
 /// that reaches the end of its chunk (only then may the next chunk's fill join it).
 #[derive(Debug, Clone, Copy)]
@@ -281,6 +309,33 @@ mod tests {
                 }
             }
             prop_assert_eq!(firsts, want);
+        }
+
+        /// Split over copy queues, every hazard still runs in order (an earlier part, or an
+        /// earlier phase of the same part), only copies leave the compute part, the input part
+        /// holds first-phase copies and the output part last-phase ones.
+        #[test]
+        fn parts_keep_every_hazard_in_order(ops in ops(), copy in prop::collection::vec(any::<bool>(), 40)) {
+            let is_copy = |i: usize| copy[i] && !ops[i].is_fence();
+            let p = assign(&ops, |_, _| {});
+            let part = parts(&p, is_copy);
+            prop_assert_eq!(part.len(), ops.len());
+            for j in 0..ops.len() {
+                match part[j] {
+                    Part::Input => prop_assert!(is_copy(j) && p.of_op[j] == 0),
+                    Part::Output => prop_assert!(is_copy(j) && p.of_op[j] + 1 == p.count && p.count > 1),
+                    Part::Compute => prop_assert!(!is_copy(j) || (p.of_op[j] > 0 && p.of_op[j] + 1 < p.count)),
+                }
+                for i in 0..j {
+                    if conflict(&ops[i], &ops[j]) || ops[i].is_fence() || ops[j].is_fence() {
+                        prop_assert!(
+                            (part[i], p.of_op[i]) < (part[j], p.of_op[j]),
+                            "op {} ({:?}, phase {}) not before op {} ({:?}, phase {})",
+                            i, part[i], p.of_op[i], j, part[j], p.of_op[j]
+                        );
+                    }
+                }
+            }
         }
 
         /// Runs cover exactly the bytes of the fills, never overlap, and a fill that stops short

@@ -10,10 +10,12 @@
 //! about again.
 
 use crate::error::{map_alloc, map_oom, map_oom_and_lost, Error, Result};
+use crate::vk::copy_queues::{CopyQueueInfo, CopyQueues, Parts};
 use crate::vk::instance::{self, AdapterInfo, DeviceSelector, InstanceShared};
 use crate::vk::spirv_caps::EnabledFeatures;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
+use smallvec::SmallVec;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -87,6 +89,7 @@ pub struct DeviceBuilder {
     stage_always: bool,
     robust: Option<bool>,
     compute_copies: Option<bool>,
+    copy_queues: Option<bool>,
 }
 
 impl DeviceBuilder {
@@ -143,6 +146,16 @@ impl DeviceBuilder {
         self
     }
 
+    /// Runs each flush's uploads and read-backs on queues of their own, so that the GPU copies
+    /// one flush's data while it computes another's (off by default; `VKASYNC_COPY_QUEUES=1`
+    /// turns it on, `0` off). The queues are the device's transfer-only family's where it has
+    /// one; elsewhere (lavapipe) the same three parts go to the one queue. See
+    /// [`Device::copy_queues`].
+    pub fn copy_queues(mut self, on: bool) -> Self {
+        self.copy_queues = Some(on);
+        self
+    }
+
     /// Loads the Vulkan loader from this path instead of the system's `libvulkan.so.1` /
     /// `vulkan-1.dll`.
     pub fn loader_path(mut self, path: impl Into<std::path::PathBuf>) -> Self {
@@ -165,7 +178,10 @@ impl DeviceBuilder {
         let robust = self.robust.unwrap_or_else(|| std::env::var("VKASYNC_ROBUST").map_or(true, |v| v.trim() != "0"));
         let copies =
             self.compute_copies.or_else(|| std::env::var("VKASYNC_COMPUTE_COPIES").ok().map(|v| v.trim() != "0"));
-        Device::open(validation, &selector, self.loader.as_deref(), self.stage_always, robust, copies)
+        let copy_queues = self.copy_queues.unwrap_or_else(|| {
+            std::env::var("VKASYNC_COPY_QUEUES").is_ok_and(|v| !v.trim().is_empty() && v.trim() != "0")
+        });
+        Device::open(validation, &selector, self.loader.as_deref(), self.stage_always, robust, copies, copy_queues)
     }
 }
 
@@ -208,6 +224,10 @@ pub(crate) struct DeviceShared {
     pub(super) queue_family: u32,
     /// The queue, and what its submissions share under its lock (see [`Submitting`]).
     queue: Mutex<Submitting>,
+    /// With copy queues on, where they are (see [`crate::vk::copy_queues`]).
+    copy_info: Option<CopyQueueInfo>,
+    /// The queue families buffers are shared between (copy queues of another family).
+    pub(super) concurrent_families: Option<[u32; 2]>,
     pub(super) timeline: vk::Semaphore,
     /// The last timeline value handed out (by a successful submit).
     submitted: AtomicU64,
@@ -263,28 +283,42 @@ impl Device {
         stage_always: bool,
         robust: bool,
         compute_copies: Option<bool>,
+        copy_queues: bool,
     ) -> Result<Self> {
         let inst = instance::create_instance(validation, loader)?;
         let list = instance::enumerate(&inst.instance)?;
         let (physical, info) = selector.pick(&list)?.clone();
         let instance = &inst.instance;
         let plan = DevicePlan::choose(&inst, physical, &info, stage_always, robust, compute_copies)?;
-        let device = create_logical_device(instance, physical, &info, &plan)?;
+        let copy_family = if copy_queues { crate::vk::copy_queues::choose_family(&info.queue_families) } else { None };
+        let device = create_logical_device(instance, physical, &info, &plan, copy_family)?;
         // From here on, `guard` destroys the device if a later step fails.
         let guard = DestroyDevice(Some(device.clone()));
         // SAFETY: the family and index 0 were requested at creation.
         let queue = unsafe { device.get_device_queue(plan.family, 0) };
-        let timeline = create_timeline(&device)?;
-        let allocator = create_allocator(instance, &device, physical, plan.bda, timeline)?;
+        let copy = match copy_queues {
+            true => Some(CopyQueues::new(&device, (plan.family, queue), copy_family, create_timeline)?),
+            false => None,
+        };
+        let destroy_copy = |device: &ash::Device| {
+            if let Some(c) = &copy {
+                // SAFETY: nothing was submitted.
+                unsafe { c.destroy(device) };
+            }
+        };
+        let timeline = create_timeline(&device).inspect_err(|_| destroy_copy(&device))?;
+        let allocator =
+            create_allocator(instance, &device, physical, plan.bda, timeline).inspect_err(|_| destroy_copy(&device))?;
         let push_descriptor = ash::khr::push_descriptor::Device::new(instance, &device);
         let calibrated = plan.has_calibrated.then(|| ash::ext::calibrated_timestamps::Device::new(instance, &device));
         std::mem::forget(guard);
         let (family, unified_memory, robust) = (plan.family, plan.unified_memory, plan.robust);
         log::info!(
-            "vkasync: opened {} (queue family {family}, unified memory: {unified_memory}, robust access: {robust:?})",
-            info.name
+            "vkasync: opened {} (queue family {family}, unified memory: {unified_memory}, robust access: {robust:?}, copy queues: {:?})",
+            info.name,
+            copy.as_ref().map(|c| c.info)
         );
-        let handles = DeviceHandles { device, push_descriptor, calibrated, queue, timeline, allocator };
+        let handles = DeviceHandles { device, push_descriptor, calibrated, queue, copy, timeline, allocator };
         Ok(Device { shared: Arc::new(DeviceShared::assemble(inst, info, plan, handles)) })
     }
 
@@ -331,6 +365,22 @@ impl Device {
     /// The queue family in use.
     pub fn queue_family(&self) -> u32 {
         self.shared.queue_family
+    }
+
+    /// Where each flush's uploads and read-backs run when copy queues are on
+    /// ([`DeviceBuilder::copy_queues`]); `None` when they are off.
+    ///
+    /// ```no_run
+    /// let device = vkasync::Device::builder().copy_queues(true).build()?;
+    /// match device.copy_queues() {
+    ///     Some(q) if q.separate_input => println!("uploads on queue family {}", q.family),
+    ///     Some(_) => println!("the copy parts share the compute queue"),
+    ///     None => unreachable!("asked for"),
+    /// }
+    /// # Ok::<(), vkasync::Error>(())
+    /// ```
+    pub fn copy_queues(&self) -> Option<CopyQueueInfo> {
+        self.shared.copy_info
     }
 
     /// Errors and warnings the validation layer has reported so far (0 without validation).
@@ -490,6 +540,17 @@ impl Device {
         self.shared.submit_ordered(command_buffers, Some(work))
     }
 
+    /// As [`Device::submit_ordered`], in parts for the copy queues (see
+    /// [`DeviceShared::submit_parts`]). An error comes with whether part of the submission may
+    /// have gone in (the device then counts as lost, and what the submission uses must be leaked).
+    pub(crate) fn submit_parts(
+        &self,
+        parts: Parts<'_>,
+        work: &mut dyn Ordered,
+    ) -> std::result::Result<(u64, bool), (Error, bool)> {
+        self.shared.submit_parts(parts, Some(work))
+    }
+
     /// Makes the device behave as lost from now on, as if the driver had answered the next
     /// call with `VK_ERROR_DEVICE_LOST`: every later submit, counter read and wait fails with
     /// [`Error::DeviceLost`], a wait already blocked fails when it returns, and the runtime
@@ -632,7 +693,23 @@ impl DeviceShared {
         command_buffers: &[vk::CommandBuffer],
         work: Option<&mut dyn Ordered>,
     ) -> Result<(u64, bool)> {
-        self.check_lost()?;
+        // A submission of one part is never submitted in part.
+        self.submit_parts(Parts { compute: command_buffers, ..Parts::default() }, work).map_err(|(e, _)| e)
+    }
+
+    /// As [`DeviceShared::submit_ordered`], for a submission in parts (see
+    /// [`crate::vk::copy_queues`]): with copy queues on, each part goes to its queue, and a
+    /// submission that must be ordered waits for the value before its own instead of opening
+    /// with a barrier. Without copy queues, only `parts.compute` may hold command buffers. An
+    /// error comes with whether part of the submission may have gone in (see
+    /// [`crate::vk::copy_queues`]).
+    pub(crate) fn submit_parts(
+        &self,
+        parts: Parts<'_>,
+        work: Option<&mut dyn Ordered>,
+    ) -> std::result::Result<(u64, bool), (Error, bool)> {
+        let whole = |e: Error| (e, false);
+        self.check_lost().map_err(whole)?;
         let mut q = crate::util::lock(&self.queue);
         let value = self.submitted.load(Ordering::SeqCst) + 1;
         let completed = self.cached_completed();
@@ -640,24 +717,42 @@ impl DeviceShared {
             Some(w) => value - 1 > completed && (q.untracked > completed || w.follows_running(completed)),
             None => false,
         };
-        let mut list: smallvec::SmallVec<[vk::CommandBuffer; 2]> = smallvec::SmallVec::new();
-        if ordered {
-            list.push(q.order_cb(&self.device, self.queue_family)?);
+        if let Some(copy) = &q.copy {
+            // SAFETY: the queues are externally synchronised by the lock held; the command
+            // buffers are fully recorded for their parts' families and not pending elsewhere
+            // (their owners recycle them only after their value is reached); `value` is greater
+            // than every value signalled before, on the timeline and on the stage semaphores
+            // (which are signalled with the values of their own submissions only).
+            let submitted = unsafe {
+                copy.submit(&self.device, self.timeline, q.queue, parts, value, ordered.then_some(value - 1))
+            };
+            if let Err((e, partial)) = submitted {
+                // An earlier part may run, and no value will ever cover it: the device counts as
+                // lost (see `copy_queues`), so that nothing it uses is freed.
+                let e = if partial { Error::DeviceLost } else { e };
+                return Err((self.note(e), partial));
+            }
+        } else {
+            debug_assert!(parts.input.is_empty() && parts.output.is_empty(), "parts without copy queues");
+            let mut list: SmallVec<[vk::CommandBuffer; 2]> = SmallVec::new();
+            if ordered {
+                list.push(q.order_cb(&self.device, self.queue_family).map_err(whole)?);
+            }
+            list.extend_from_slice(parts.compute);
+            let signal_values = [value];
+            let signals = [self.timeline];
+            let mut timeline_info = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&signal_values);
+            let submit = [vk::SubmitInfo::default()
+                .command_buffers(&list)
+                .signal_semaphores(&signals)
+                .push_next(&mut timeline_info)];
+            // SAFETY: the queue is externally synchronised by the lock held; the command buffers
+            // are fully recorded and not pending elsewhere (their owners recycle them only after
+            // their value is reached; the ordering buffer may be pending many times); `value` is
+            // greater than every value signalled before.
+            unsafe { self.device.queue_submit(q.queue, &submit, vk::Fence::null()) }
+                .map_err(|e| whole(self.note(map_oom_and_lost("vkQueueSubmit")(e))))?;
         }
-        list.extend_from_slice(command_buffers);
-        let signal_values = [value];
-        let signals = [self.timeline];
-        let mut timeline_info = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&signal_values);
-        let submit = [vk::SubmitInfo::default()
-            .command_buffers(&list)
-            .signal_semaphores(&signals)
-            .push_next(&mut timeline_info)];
-        // SAFETY: the queue is externally synchronised by the lock held; the command buffers are
-        // fully recorded and not pending elsewhere (their owners recycle them only after their
-        // value is reached; the ordering buffer may be pending many times); `value` is greater
-        // than every value signalled before.
-        unsafe { self.device.queue_submit(q.queue, &submit, vk::Fence::null()) }
-            .map_err(|e| self.note(map_oom_and_lost("vkQueueSubmit")(e)))?;
         match work {
             Some(w) => w.submitted(value),
             None => q.untracked = value,
@@ -681,6 +776,8 @@ pub(crate) trait Ordered {
 /// The queue and, under its lock, what orders submissions (see [`DeviceShared::submit_ordered`]).
 struct Submitting {
     queue: vk::Queue,
+    /// With copy queues on: they, and their semaphores.
+    copy: Option<CopyQueues>,
     /// A command buffer of one global barrier, recorded once (simultaneous use) in its own pool.
     order: Option<(vk::CommandPool, vk::CommandBuffer)>,
     /// The last value of a submission whose buffer uses are not tracked.
@@ -761,8 +858,12 @@ impl Drop for DeviceShared {
             if let Some(pool) = self.blocking_pool.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
                 pool.destroy(&self.device);
             }
-            if let Some((pool, _)) = self.queue.get_mut().unwrap_or_else(|p| p.into_inner()).order.take() {
+            let q = self.queue.get_mut().unwrap_or_else(|p| p.into_inner());
+            if let Some((pool, _)) = q.order.take() {
                 self.device.destroy_command_pool(pool, None);
+            }
+            if let Some(c) = q.copy.take() {
+                c.destroy(&self.device);
             }
             {
                 let mut pool = crate::util::lock(&self.pool);
@@ -1077,10 +1178,17 @@ fn create_logical_device(
     physical: vk::PhysicalDevice,
     info: &AdapterInfo,
     plan: &DevicePlan,
+    copy_family: Option<(u32, u32)>,
 ) -> Result<ash::Device> {
-    let priorities = [1.0f32];
-    let queue_info =
-        [vk::DeviceQueueCreateInfo::default().queue_family_index(plan.family).queue_priorities(&priorities)];
+    let priorities = [1.0f32; 2];
+    let mut queue_info: SmallVec<[vk::DeviceQueueCreateInfo<'_>; 2]> =
+        smallvec::smallvec![vk::DeviceQueueCreateInfo::default()
+            .queue_family_index(plan.family)
+            .queue_priorities(&priorities[..1])];
+    if let Some((family, count)) = copy_family {
+        let info = vk::DeviceQueueCreateInfo::default().queue_family_index(family);
+        queue_info.push(info.queue_priorities(&priorities[..count as usize]));
+    }
     let mut ext_names = vec![ash::khr::push_descriptor::NAME.as_ptr()];
     let mut f12 = plan.f12;
     let mut robust2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default().robust_buffer_access2(true);
@@ -1153,6 +1261,7 @@ struct DeviceHandles {
     push_descriptor: ash::khr::push_descriptor::Device,
     calibrated: Option<ash::ext::calibrated_timestamps::Device>,
     queue: vk::Queue,
+    copy: Option<CopyQueues>,
     timeline: vk::Semaphore,
     allocator: Allocator,
 }
@@ -1170,7 +1279,9 @@ impl DeviceShared {
             push_descriptor: handles.push_descriptor,
             calibrated: handles.calibrated,
             queue_family: plan.family,
-            queue: Mutex::new(Submitting { queue: handles.queue, order: None, untracked: 0 }),
+            copy_info: handles.copy.as_ref().map(|c| c.info),
+            concurrent_families: handles.copy.as_ref().and_then(|c| c.concurrent_families(plan.family)),
+            queue: Mutex::new(Submitting { queue: handles.queue, copy: handles.copy, order: None, untracked: 0 }),
             timeline: handles.timeline,
             submitted: AtomicU64::new(0),
             completed: AtomicU64::new(0),

@@ -4,6 +4,7 @@
 
 pub(crate) mod buffer;
 pub(crate) mod command_pool;
+pub(crate) mod copy_queues;
 pub(crate) mod device;
 pub(crate) mod instance;
 pub(crate) mod kernel;

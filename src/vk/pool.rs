@@ -108,7 +108,12 @@ impl Block {
         if shared.bda {
             usage |= vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS;
         }
-        let info = vk::BufferCreateInfo::default().size(size).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let info = vk::BufferCreateInfo::default().size(size).usage(usage);
+        // With copy queues of another family, buffers are shared with it (no ownership transfers).
+        let info = match &shared.concurrent_families {
+            Some(families) => info.sharing_mode(vk::SharingMode::CONCURRENT).queue_family_indices(families),
+            None => info.sharing_mode(vk::SharingMode::EXCLUSIVE),
+        };
         // SAFETY: the device is live and `info` is valid (size > 0 is the callers' invariant).
         let buffer = unsafe { device.create_buffer(&info, None) }.map_err(map_oom("vkCreateBuffer"))?;
         // SAFETY: `buffer` was just created on this device.

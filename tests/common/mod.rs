@@ -33,6 +33,11 @@ pub fn builder() -> DeviceBuilder {
 /// `VKASYNC_TEST_ALWAYS_STAGE=1` the device is driven as a discrete GPU (staging copies for every
 /// upload and read-back, through the copy kernel), so that path is tested on lavapipe too.
 pub fn device() -> Device {
+    device_with(|b| b)
+}
+
+/// As [`device`], with `more` applied to the builder last.
+pub fn device_with(more: impl FnOnce(DeviceBuilder) -> DeviceBuilder) -> Device {
     let _ = env_logger::builder().is_test(true).try_init();
     crash::install();
     let staged = std::env::var("VKASYNC_TEST_ALWAYS_STAGE").is_ok_and(|v| v == "1");
@@ -43,7 +48,7 @@ pub fn device() -> Device {
         // `DeviceBuilder::compute_copies`): every staged upload and read-back uses it.
         builder = builder.compute_copies(true);
     }
-    builder.build().expect("a Vulkan device with the validation layer (run the README's test command)")
+    more(builder).build().expect("a Vulkan device with the validation layer (run the README's test command)")
 }
 
 /// Fails the test if the validation layer reported any error or warning. Without validation
