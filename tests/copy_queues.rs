@@ -13,9 +13,13 @@ use vkasync::crypto::{Crypto, Offload, RecordKeys};
 use vkasync::{Buffer, CommandList, Device, Error, Executor, Kernel, MemoryKind, Queue, Recorder};
 
 /// The test device driven as a discrete GPU (every upload and read-back a staging copy), with
-/// copy queues on.
+/// copy queues on and `turns` compute queues taken in turn.
+fn copy_device_with(turns: u32) -> Device {
+    device_with(|b| b.always_stage(true).copy_queues(true).compute_queues(turns))
+}
+
 fn copy_device() -> Device {
-    device_with(|b| b.always_stage(true).copy_queues(true))
+    copy_device_with(1)
 }
 
 #[test]
@@ -28,16 +32,27 @@ fn the_device_reports_where_its_copy_queues_are() {
         assert_eq!(q.family, device.queue_family());
         assert!(!q.separate_output);
     }
+    assert_eq!((q.compute_turns, q.compute_queues), (1, 1));
     let off = device_with(|b| b.copy_queues(false));
     assert_eq!(off.copy_queues(), None);
     drop(off);
+    let turns = copy_device_with(3);
+    let q = turns.copy_queues().unwrap();
+    let family = &turns.info().queue_families[turns.queue_family() as usize];
+    assert_eq!((q.compute_turns, q.compute_queues), (3, family.queue_count.min(3)), "{q:?}");
+    drop(turns);
     finish(device);
 }
 
 #[test]
 fn records_sealed_by_tokio_tasks_run_in_three_parts_and_match_rustcrypto() {
+    for turns in [1, 3] {
+        seal_by_tokio_tasks(copy_device_with(turns));
+    }
+}
+
+fn seal_by_tokio_tasks(device: Device) {
     let _w = Watchdog::new(Duration::from_secs(300));
-    let device = copy_device();
     let crypto = Crypto::new(&device).unwrap().with_offload(Offload::Gpu);
     let queue = Queue::new(&device).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).build().unwrap();
@@ -121,8 +136,15 @@ fn dispatch_and_submit(exec: &Executor, mix: &Kernel, buf: &Rc<Buffer<u32>>) -> 
 
 #[test]
 fn work_after_running_writes_and_submissions_by_hand_waits_for_them() {
+    // With one compute queue, and with compute parts taking three in turn (each submission
+    // below then runs on another turn than the one it must follow).
+    for turns in [1, 3] {
+        ordered_after_running_work(copy_device_with(turns));
+    }
+}
+
+fn ordered_after_running_work(device: Device) {
     let _w = Watchdog::new(Duration::from_secs(300));
-    let device = copy_device();
     let mix = Kernel::new(&device, &vkasync::kernels::MIX).unwrap();
     let (a, b) = (Executor::new(&device).unwrap(), Executor::new(&device).unwrap());
     let x = Rc::new(Buffer::<u32>::from_slice(&device, &[7; 64]).unwrap());
@@ -138,11 +160,8 @@ fn work_after_running_writes_and_submissions_by_hand_waits_for_them() {
     h.join().unwrap().unwrap();
     assert_eq!(dispatch_and_submit(&a, &mix, &x), 0, "nothing it uses ran before");
     assert_eq!(dispatch_and_submit(&b, &mix, &x), 1, "ordered after the other executor's write");
-    // A blocking list and a submission by hand go through the same parts.
-    let y = Buffer::<u32>::from_slice(&device, &[3; 64]).unwrap();
-    let mut list = CommandList::new(&device);
-    dispatch_list(&mut list, &mix, &y);
-    list.submit_and_wait().unwrap();
+    // A submission by hand goes through the same parts, and the next one is ordered after it
+    // (while the long one still runs, so that neither has completed when that is decided).
     // SAFETY: no command buffer.
     let by_hand = unsafe { device.submit_raw(&[]) }.unwrap();
     let other = Rc::new(Buffer::<u32>::from_slice(&device, &[2; 64]).unwrap());
@@ -155,6 +174,11 @@ fn work_after_running_writes_and_submissions_by_hand_waits_for_them() {
     let [gx, go] = h.join().unwrap().unwrap();
     assert_eq!(gx, vec![mix_cpu(mix_cpu(7, 1), 1); 64], "the two writes of x ran one after the other");
     assert_eq!(go, vec![mix_cpu(2, 1); 64]);
+    // So does a blocking list.
+    let y = Buffer::<u32>::from_slice(&device, &[3; 64]).unwrap();
+    let mut list = CommandList::new(&device);
+    dispatch_list(&mut list, &mix, &y);
+    list.submit_and_wait().unwrap();
     assert_eq!(y.read().unwrap(), vec![mix_cpu(3, 1); 64]);
     drop((a, b, x, long, other, y, mix));
     finish(device);

@@ -6,10 +6,15 @@ use vkasync::{Device, Error, Queue, QueueSet};
 /// runs of one binary).
 pub fn queue_builder(device: &Device) -> vkasync::QueueBuilder {
     let b = Queue::builder(device);
-    match std::env::var("VKASYNC_PIPELINE_DEPTH").ok().and_then(|d| d.parse().ok()) {
+    match pipeline_depth() {
         Some(d) => b.pipeline_depth(d),
         None => b,
     }
+}
+
+/// `VKASYNC_PIPELINE_DEPTH`, when set (for A/B runs of one binary).
+pub fn pipeline_depth() -> Option<usize> {
+    std::env::var("VKASYNC_PIPELINE_DEPTH").ok().and_then(|d| d.parse().ok())
 }
 
 /// The devices of a [`QueueSet`] over `gpus` GPUs: `lanes` logical devices (one queue each) per

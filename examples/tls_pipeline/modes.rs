@@ -5,13 +5,13 @@
 //! set. Every run also measures the process's host CPU time over its timed interval (Linux).
 
 use crate::conns::{Conn, SealKeys, Sealed};
-use crate::support::queues::queue_builder;
+use crate::support::queues::{pipeline_depth, queue_builder};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vkasync::crypto::{
     pack_le_words, unpack_le_words, AesKey, Crypto, HmacKey, MessageIndex, RecordKeys, StagedRecord,
 };
-use vkasync::{Buffer, Ctx, Device, Error, Executor, FlushPolicy, MemoryKind, PerDevice, QueueSet, Stats};
+use vkasync::{Buffer, Ctx, Device, Error, FlushPolicy, MemoryKind, PerDevice, QueueSet, Stats};
 
 /// One run of a mode: every connection's sealed records, each record's latency, and the stats
 /// (submits, dispatches, host waits) where a GPU front ran it.
@@ -203,7 +203,13 @@ pub fn run_executor(
     flush: FlushPolicy,
     staged: bool,
 ) -> Result<Run, Error> {
-    let exec = Executor::builder(crypto.device()).flush_policy(flush).build()?;
+    let exec = vkasync::Executor::builder(crypto.device()).flush_policy(flush);
+    // `VKASYNC_PIPELINE_DEPTH`, when set, as for the tokio front (A/B runs of one binary).
+    let exec = match pipeline_depth() {
+        Some(d) => exec.pipeline_depth(d),
+        None => exec,
+    }
+    .build()?;
     // Outputs start as copies of the plaintexts (made before the clock starts): sealing in place
     // needs no allocation on the timed path.
     let bufs = conns.iter().map(|c| Bufs::of(crypto, c, staged)).collect::<Result<Vec<_>, Error>>()?;

@@ -17,14 +17,20 @@
 //! So while the compute queue runs flush `n`'s kernels, the input queue may upload flush
 //! `n + 1`'s data and the output queue read back flush `n - 1`'s results.
 //!
+//! With several compute queues ([`crate::DeviceBuilder::compute_queues`]) the compute parts of
+//! consecutive submissions take the queues in turn, so that the kernels of one flush may run
+//! beside those of the flush before (a flush of long SHA-256 chains keeps few of the GPU's
+//! threads busy for a long time). Each compute queue signals its own `computed` semaphore.
+//!
 //! # One value still covers a submission
 //! Every submission of the device signals the device's timeline from the output queue, in the
 //! order of its values: a submission whose last part is on another queue adds an empty batch on
 //! the output queue that waits for that part. A queue signals a semaphore's values in submission
 //! order, and only the output queue signals the timeline, so the timeline at `v` means that every
 //! part of every submission up to `v` completed: what waits, retires and recycles by timeline
-//! value needs nothing else. `uploaded` and `computed` are each signalled by one queue, with the
-//! value of the submission they belong to, and only that submission's later parts wait on them.
+//! value needs nothing else. `uploaded` and each `computed` are signalled by one queue each,
+//! with the value of the submission they belong to, and only that submission's later parts wait
+//! on them.
 //!
 //! A submission that must be ordered after the ones that may still run (see [`crate::record`])
 //! waits, in its first part, for the timeline to reach the value before its own: every earlier
@@ -56,6 +62,14 @@ pub(crate) struct Parts<'a> {
     pub output: &'a [vk::CommandBuffer],
 }
 
+/// What a device is opened with: copy queues on, and how many compute queues their compute
+/// parts may take in turn.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct QueueOptions {
+    pub copy: bool,
+    pub compute: u32,
+}
+
 /// Where a device's copy queues are, when they are on ([`crate::Device::copy_queues`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CopyQueueInfo {
@@ -66,6 +80,12 @@ pub struct CopyQueueInfo {
     pub separate_input: bool,
     /// Read-backs run on a queue of their own (neither the compute nor the input queue).
     pub separate_output: bool,
+    /// The turns that submissions' compute parts take, each with its own semaphore, on the
+    /// compute family's queues in order (the device's queue first); where the family has fewer
+    /// queues, turns share them.
+    pub compute_turns: u32,
+    /// The distinct compute queues the turns use.
+    pub compute_queues: u32,
 }
 
 /// The queues and semaphores of a device with copy queues on.
@@ -75,8 +95,11 @@ pub(crate) struct CopyQueues {
     output: vk::Queue,
     /// Signalled by input parts with their submission's value.
     uploaded: vk::Semaphore,
-    /// Signalled by compute parts with their submission's value.
-    computed: vk::Semaphore,
+    /// The compute queues, the device's queue first, each with the semaphore its compute parts
+    /// signal with their submission's value.
+    compute: SmallVec<[(vk::Queue, vk::Semaphore); 8]>,
+    /// The compute queue the next compute part takes.
+    next: usize,
 }
 
 /// One batch of a submission: its queue, command buffers, what it waits for and what it signals.
@@ -138,13 +161,17 @@ fn plan<Q: PartialEq>(has: [bool; 3], queues: &[Q; 3], after: bool) -> SmallVec<
 
 impl CopyQueues {
     /// The copy queues of a device created with `family` (`None`: none, so the compute queue's
-    /// family and queue serve), `count` of its queues (1 or 2).
+    /// family and queue serve), `count` of its queues (1 or 2), and `compute` queues of the
+    /// compute family (its queue 0 first).
     pub fn new(
         device: &ash::Device,
-        compute: (u32, vk::Queue),
+        compute: &[vk::Queue],
+        compute_family: u32,
         family: Option<(u32, u32)>,
         timeline: impl Fn(&ash::Device) -> Result<vk::Semaphore>,
     ) -> Result<Self> {
+        let turns = compute.len() as u32;
+        let n = compute.iter().enumerate().filter(|&(i, q)| !compute[..i].contains(q)).count() as u32;
         let (info, input, output) = match family {
             Some((f, count)) => {
                 // SAFETY: queues 0 and (with two) 1 of `f` were requested at device creation.
@@ -153,26 +180,44 @@ impl CopyQueues {
                     // SAFETY: as above.
                     unsafe { device.get_device_queue(f, 1) }
                 } else {
-                    compute.1
+                    compute[0]
                 };
-                let info = CopyQueueInfo { family: f, separate_input: true, separate_output: count >= 2 };
+                let info = CopyQueueInfo {
+                    family: f,
+                    separate_input: true,
+                    separate_output: count >= 2,
+                    compute_turns: turns,
+                    compute_queues: n,
+                };
                 (info, input, output)
             }
             None => {
-                let info = CopyQueueInfo { family: compute.0, separate_input: false, separate_output: false };
-                (info, compute.1, compute.1)
+                let info = CopyQueueInfo {
+                    family: compute_family,
+                    separate_input: false,
+                    separate_output: false,
+                    compute_turns: turns,
+                    compute_queues: n,
+                };
+                (info, compute[0], compute[0])
             }
         };
-        let uploaded = timeline(device)?;
-        let computed = match timeline(device) {
-            Ok(s) => s,
-            Err(e) => {
-                // SAFETY: never used.
-                unsafe { device.destroy_semaphore(uploaded, None) };
-                return Err(e);
+        let mut made: SmallVec<[vk::Semaphore; 9]> = SmallVec::new();
+        for _ in 0..=compute.len() {
+            match timeline(device) {
+                Ok(s) => made.push(s),
+                Err(e) => {
+                    for s in made {
+                        // SAFETY: never used.
+                        unsafe { device.destroy_semaphore(s, None) };
+                    }
+                    return Err(e);
+                }
             }
-        };
-        Ok(CopyQueues { info, input, output, uploaded, computed })
+        }
+        let uploaded = made[0];
+        let compute = compute.iter().copied().zip(made[1..].iter().copied()).collect();
+        Ok(CopyQueues { info, input, output, uploaded, compute, next: 0 })
     }
 
     /// The families buffers are shared between, where they differ.
@@ -190,21 +235,22 @@ impl CopyQueues {
     /// elsewhere, and `value` is greater than every value signalled before on the timeline and
     /// the stage semaphores.
     pub unsafe fn submit(
-        &self,
+        &mut self,
         device: &ash::Device,
         timeline: vk::Semaphore,
-        compute: vk::Queue,
         parts: Parts<'_>,
         value: u64,
         after: Option<u64>,
     ) -> std::result::Result<(), (Error, bool)> {
-        let queues = [self.input, compute, self.output];
         let cbs = [parts.input, parts.compute, parts.output];
         let has = cbs.map(|c| !c.is_empty());
+        // The compute part takes the next compute queue in turn.
+        let (compute, computed) = self.compute[if has[1] { self.next } else { 0 }];
+        let queues = [self.input, compute, self.output];
         let sem = |s: Sem| match s {
             Sem::Timeline => timeline,
             Sem::Uploaded => self.uploaded,
-            Sem::Computed => self.computed,
+            Sem::Computed => computed,
         };
         let wait_value = |s: Sem| match (s, after) {
             (Sem::Timeline, Some(v)) => v,
@@ -262,6 +308,9 @@ impl CopyQueues {
             }
             submitted_any = true;
         }
+        if has[1] {
+            self.next = (self.next + 1) % self.compute.len();
+        }
         Ok(())
     }
 
@@ -273,7 +322,9 @@ impl CopyQueues {
         // SAFETY: the caller's contract.
         unsafe {
             device.destroy_semaphore(self.uploaded, None);
-            device.destroy_semaphore(self.computed, None);
+            for &(_, s) in &self.compute {
+                device.destroy_semaphore(s, None);
+            }
         }
     }
 }
@@ -288,8 +339,9 @@ mod tests {
     /// timeline, last, from the output queue.
     #[test]
     fn every_submission_chains_its_parts_and_signals_the_timeline_last_from_the_output_queue() {
-        // Input, compute, output: all on one queue (lavapipe), each its own, output on compute.
-        for queues in [[0, 0, 0], [1, 0, 2], [1, 0, 0]] {
+        // Input, compute, output: all on one queue (lavapipe), each its own, output on the
+        // compute queue, and the same two with the compute part on another turn's queue.
+        for queues in [[0, 0, 0], [1, 0, 2], [1, 0, 0], [1, 3, 2], [1, 3, 0], [0, 3, 0]] {
             for mask in 0..8u8 {
                 for after in [false, true] {
                     let has = [mask & 1 != 0, mask & 2 != 0, mask & 4 != 0];

@@ -10,7 +10,7 @@
 //! about again.
 
 use crate::error::{map_alloc, map_oom, map_oom_and_lost, Error, Result};
-use crate::vk::copy_queues::{CopyQueueInfo, CopyQueues, Parts};
+use crate::vk::copy_queues::{CopyQueueInfo, CopyQueues, Parts, QueueOptions};
 use crate::vk::instance::{self, AdapterInfo, DeviceSelector, InstanceShared};
 use crate::vk::spirv_caps::EnabledFeatures;
 use ash::vk;
@@ -90,6 +90,7 @@ pub struct DeviceBuilder {
     robust: Option<bool>,
     compute_copies: Option<bool>,
     copy_queues: Option<bool>,
+    compute_queues: Option<u32>,
 }
 
 impl DeviceBuilder {
@@ -156,6 +157,16 @@ impl DeviceBuilder {
         self
     }
 
+    /// With copy queues on ([`DeviceBuilder::copy_queues`]), the compute parts of consecutive
+    /// flushes take up to `n` queues of the compute family in turn, so that one flush's kernels
+    /// may run beside the one's before (default 1; `VKASYNC_COMPUTE_QUEUES=n`; at most 8).
+    /// Without copy queues it has no effect; where the family has fewer queues, the turns share
+    /// them (see [`crate::CopyQueueInfo`]).
+    pub fn compute_queues(mut self, n: u32) -> Self {
+        self.compute_queues = Some(n);
+        self
+    }
+
     /// Loads the Vulkan loader from this path instead of the system's `libvulkan.so.1` /
     /// `vulkan-1.dll`.
     pub fn loader_path(mut self, path: impl Into<std::path::PathBuf>) -> Self {
@@ -181,7 +192,11 @@ impl DeviceBuilder {
         let copy_queues = self.copy_queues.unwrap_or_else(|| {
             std::env::var("VKASYNC_COPY_QUEUES").is_ok_and(|v| !v.trim().is_empty() && v.trim() != "0")
         });
-        Device::open(validation, &selector, self.loader.as_deref(), self.stage_always, robust, copies, copy_queues)
+        let compute_queues = self.compute_queues.unwrap_or_else(|| {
+            std::env::var("VKASYNC_COMPUTE_QUEUES").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(1)
+        });
+        let queues = QueueOptions { copy: copy_queues, compute: compute_queues };
+        Device::open(validation, &selector, self.loader.as_deref(), self.stage_always, robust, copies, queues)
     }
 }
 
@@ -283,21 +298,27 @@ impl Device {
         stage_always: bool,
         robust: bool,
         compute_copies: Option<bool>,
-        copy_queues: bool,
+        queues: QueueOptions,
     ) -> Result<Self> {
         let inst = instance::create_instance(validation, loader)?;
         let list = instance::enumerate(&inst.instance)?;
         let (physical, info) = selector.pick(&list)?.clone();
         let instance = &inst.instance;
         let plan = DevicePlan::choose(&inst, physical, &info, stage_always, robust, compute_copies)?;
-        let copy_family = if copy_queues { crate::vk::copy_queues::choose_family(&info.queue_families) } else { None };
-        let device = create_logical_device(instance, physical, &info, &plan, copy_family)?;
+        let copy_family = if queues.copy { crate::vk::copy_queues::choose_family(&info.queue_families) } else { None };
+        // Several compute queues serve the copy queues' compute parts only. Where the family has
+        // fewer queues than asked for, the turns share them (each turn keeps its semaphore).
+        let turns = if queues.copy { queues.compute.clamp(1, 8) } else { 1 };
+        let n_compute = turns.min(info.queue_families[plan.family as usize].queue_count).max(1);
+        let device = create_logical_device(instance, physical, &info, &plan, n_compute, copy_family)?;
         // From here on, `guard` destroys the device if a later step fails.
         let guard = DestroyDevice(Some(device.clone()));
-        // SAFETY: the family and index 0 were requested at creation.
-        let queue = unsafe { device.get_device_queue(plan.family, 0) };
-        let copy = match copy_queues {
-            true => Some(CopyQueues::new(&device, (plan.family, queue), copy_family, create_timeline)?),
+        // SAFETY: the family and indices 0..n_compute were requested at creation.
+        let compute: SmallVec<[vk::Queue; 8]> =
+            (0..turns).map(|i| unsafe { device.get_device_queue(plan.family, i % n_compute) }).collect();
+        let queue = compute[0];
+        let copy = match queues.copy {
+            true => Some(CopyQueues::new(&device, &compute, plan.family, copy_family, create_timeline)?),
             false => None,
         };
         let destroy_copy = |device: &ash::Device| {
@@ -717,15 +738,15 @@ impl DeviceShared {
             Some(w) => value - 1 > completed && (q.untracked > completed || w.follows_running(completed)),
             None => false,
         };
-        if let Some(copy) = &q.copy {
+        let q = &mut *q;
+        if let Some(copy) = &mut q.copy {
             // SAFETY: the queues are externally synchronised by the lock held; the command
             // buffers are fully recorded for their parts' families and not pending elsewhere
             // (their owners recycle them only after their value is reached); `value` is greater
             // than every value signalled before, on the timeline and on the stage semaphores
             // (which are signalled with the values of their own submissions only).
-            let submitted = unsafe {
-                copy.submit(&self.device, self.timeline, q.queue, parts, value, ordered.then_some(value - 1))
-            };
+            let submitted =
+                unsafe { copy.submit(&self.device, self.timeline, parts, value, ordered.then_some(value - 1)) };
             if let Err((e, partial)) = submitted {
                 // An earlier part may run, and no value will ever cover it: the device counts as
                 // lost (see `copy_queues`), so that nothing it uses is freed.
@@ -1178,13 +1199,14 @@ fn create_logical_device(
     physical: vk::PhysicalDevice,
     info: &AdapterInfo,
     plan: &DevicePlan,
+    compute_queues: u32,
     copy_family: Option<(u32, u32)>,
 ) -> Result<ash::Device> {
-    let priorities = [1.0f32; 2];
+    let priorities = [1.0f32; 8];
     let mut queue_info: SmallVec<[vk::DeviceQueueCreateInfo<'_>; 2]> =
         smallvec::smallvec![vk::DeviceQueueCreateInfo::default()
             .queue_family_index(plan.family)
-            .queue_priorities(&priorities[..1])];
+            .queue_priorities(&priorities[..compute_queues as usize])];
     if let Some((family, count)) = copy_family {
         let info = vk::DeviceQueueCreateInfo::default().queue_family_index(family);
         queue_info.push(info.queue_priorities(&priorities[..count as usize]));
