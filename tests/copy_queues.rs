@@ -189,3 +189,69 @@ fn dispatch_list(list: &mut CommandList, mix: &Kernel, buf: &Buffer<u32>) {
     let push = [buf.len() as u32, 1];
     list.dispatch(mix, [mix.groups_for(buf.len() as u64), 1, 1], &[buf.into()], bytemuck::bytes_of(&push)).unwrap();
 }
+
+#[test]
+fn a_traced_flush_shows_its_uploads_before_its_kernels_and_its_read_backs_after() {
+    let _w = Watchdog::new(Duration::from_secs(300));
+    let device = copy_device_with(2);
+    let path = std::env::temp_dir().join(format!("vkasync-copy-queues-{}.json", std::process::id()));
+    let mix = Kernel::new(&device, &vkasync::kernels::MIX).unwrap();
+    let tasks = 40u32;
+    {
+        let exec = Executor::builder(&device).trace(&path).build().unwrap();
+        let handles: Vec<_> = (0..tasks)
+            .map(|t| exec.spawn(mix_task(exec.context(), mix.clone(), t, 256 + 64 * t as usize, 2)))
+            .collect();
+        exec.run();
+        for (t, h) in handles.into_iter().enumerate() {
+            assert_eq!(h.join().unwrap().unwrap(), mix_expected(t as u32, 256 + 64 * t, 2));
+        }
+        let s = exec.stats();
+        assert_eq!(s.command_buffers, 3 * s.submits, "traced flushes are split too: {s}");
+    }
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let trace: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // GPU spans of commands: (value, name, start, end, calibration error), in µs.
+    let gpu: Vec<(u64, String, f64, f64, f64)> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "gpu" && e["name"] != "phase")
+        .filter(|e| !e["name"].as_str().unwrap().starts_with("submission"))
+        .map(|e| {
+            let ts = e["ts"].as_f64().unwrap();
+            let err = e["args"]["calibration_error_ns"].as_f64().unwrap_or(0.0) / 1e3;
+            let value = e["args"]["value"].as_u64().unwrap();
+            (value, e["name"].as_str().unwrap().to_string(), ts, ts + e["dur"].as_f64().unwrap(), err)
+        })
+        .collect();
+    let values: std::collections::BTreeSet<u64> = gpu.iter().map(|g| g.0).collect();
+    assert!(!values.is_empty(), "no GPU spans");
+    let mut mixes = 0;
+    for v in values {
+        let of = |kernel: bool| gpu.iter().filter(move |g| g.0 == v && g.1.starts_with("mix") == kernel);
+        let (first, last) = of(true).fold((f64::MAX, f64::MIN), |(a, b), g| (a.min(g.2), b.max(g.3)));
+        // A run of n dispatches of one kind is one span named "mix ×n".
+        mixes += of(true).map(|g| g.1.strip_prefix("mix ×").map_or(1, |n| n.parse::<usize>().unwrap())).sum::<usize>();
+        let (mut before, mut after) = (0, 0);
+        for &(_, ref name, start, end, err) in of(false) {
+            assert!(name.starts_with("copy") || name.starts_with("clear"), "{name}");
+            // Each copy runs wholly before the submission's kernels (an upload) or wholly
+            // after them (a read-back), within the calibration's error.
+            if end <= first + err + 1.0 {
+                before += 1;
+            } else {
+                assert!(
+                    start + err + 1.0 >= last,
+                    "submission {v}: {name} [{start}, {end}] beside kernels [{first}, {last}]"
+                );
+                after += 1;
+            }
+        }
+        assert!(before > 0 && after > 0, "submission {v}: {before} uploads, {after} read-backs");
+    }
+    assert_eq!(mixes as u32, tasks, "every task's kernel in the trace");
+    drop(mix);
+    finish(device);
+}

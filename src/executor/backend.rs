@@ -388,7 +388,10 @@ impl Backend for VulkanBackend {
         // No pool: the device was lost, and the pool was leaked with what it ran.
         let pools = job.pool.as_mut().ok_or(crate::Error::DeviceLost)?;
         let d = job.device.raw();
-        let split = job.device.copy_queues().is_some() && rec.spans.is_none();
+        // With GPU spans, the copy queues' family must write timestamps too.
+        let split = job.device.copy_queues().is_some_and(|q| {
+            rec.spans.is_none() || job.device.info().queue_families[q.family as usize].timestamp_valid_bits > 0
+        });
         let n = if split { 3 } else { 1 };
         let mut cbs = [vk::CommandBuffer::null(); 3];
         for k in 0..n {

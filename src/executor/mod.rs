@@ -87,7 +87,8 @@
 //!
 //! **When work is submitted** ([`FlushPolicy`]). A flush puts all recorded ops into one command
 //! buffer and one `vkQueueSubmit` that signals the next timeline value; waiters on the epoch
-//! move to that value.
+//! move to that value. (With copy queues, [`crate::DeviceBuilder::copy_queues`], it is up to
+//! three command buffers, one `vkQueueSubmit` per queue, and still one value.)
 //! - *Group commit* ([`FlushPolicy::GroupCommit`], the default, and always for a [`Queue`]): when a job waits for
 //!   recorded work and the GPU has nothing left to do, that thread submits at once. While a
 //!   submission runs, work gathers; the driver waits for what is in flight and then submits

@@ -353,7 +353,7 @@ impl Recording {
         let mut w =
             Writer { d: device.raw(), cmd, stats: EncodeStats::default(), spans, by_op, bound: None, pushed: None };
         if let Some(sp) = &mut w.spans {
-            sp.start(cmd, phases.count, self.ops.len() as u32, !w.by_op.is_empty());
+            sp.start(cmd, phases.count, self.ops.len() as u32, 0, !w.by_op.is_empty());
         }
         let any_phase = (SHADER_OR_TRANSFER, writes());
         let any_access = (SHADER_OR_TRANSFER, reads_and_writes());
@@ -386,14 +386,13 @@ impl Recording {
     /// (input, compute, output; each in the recording state): the input part holds the clears
     /// and the first phase's copies, the output part the last phase's copies, the compute part
     /// the rest phase by phase (through `copy_kernel` where it pays). The input and output
-    /// parts use transfer commands only. Returns which parts hold commands. A recording with
-    /// GPU spans is encoded whole ([`Recording::encode`]).
+    /// parts use transfer commands only. Returns which parts hold commands. GPU spans, when on,
+    /// start again at the top of each part.
     pub fn encode_parts(
         &mut self,
         cmds: [vk::CommandBuffer; 3],
         copy_kernel: Option<&Kernel>,
     ) -> (EncodeStats, [bool; 3]) {
-        debug_assert!(self.spans.is_none(), "GPU spans are written into one command buffer");
         self.encode_batches();
         let mut fills = SmallVec::new();
         let phases = self.plan(&mut fills);
@@ -402,14 +401,29 @@ impl Recording {
         let mut used =
             [has(Part::Input) || !fills.is_empty() && !has(Part::Compute), has(Part::Compute), has(Part::Output)];
         let device = self.device.clone();
-        let writer = |cmd| Writer {
-            d: device.raw(),
-            cmd,
-            stats: EncodeStats::default(),
-            spans: None,
-            by_op: Vec::new(),
-            bound: None,
-            pushed: None,
+        // GPU spans go from part to part with the owners of the ops (with per-context time).
+        let mut spans = self.spans.take();
+        let mut by_op = if spans.is_some() && !self.owners.is_empty() { self.op_owners() } else { Vec::new() };
+        let charge = !by_op.is_empty();
+        let (count, ops) = (phases.count, self.ops.len() as u32);
+        let mut started = false;
+        let mut writer = |cmd, spans: &mut Option<GpuSpans>, by_op: &mut Vec<u32>| {
+            let mut spans = spans.take();
+            if let Some(sp) = &mut spans {
+                // Each part's spans start at its own first timestamp. A phase split between
+                // two parts ends twice: room for two such, and for the parts' starts.
+                match std::mem::replace(&mut started, true) {
+                    false => sp.start(cmd, count, ops, 4, charge),
+                    true => sp.restart(cmd),
+                }
+            }
+            let by_op = std::mem::take(by_op);
+            Writer { d: device.raw(), cmd, stats: EncodeStats::default(), spans, by_op, bound: None, pushed: None }
+        };
+        // A part's writer gives the spans and owners back for the next part.
+        let give_back = |w: &mut Writer<'_>, spans: &mut Option<GpuSpans>, by_op: &mut Vec<u32>| {
+            *spans = w.spans.take();
+            *by_op = std::mem::take(&mut w.by_op);
         };
         let mut stats = EncodeStats { phases: u64::from(phases.count), ..EncodeStats::default() };
         let mut groups = CopyGroups::<vk::Buffer>::default();
@@ -420,7 +434,7 @@ impl Recording {
         let in_part = |p: Part| move |&i: &usize| part[i] == p;
         // Input: the clears, then the first phase's copies.
         if used[0] {
-            let mut w = writer(cmds[0]);
+            let mut w = writer(cmds[0], &mut spans, &mut by_op);
             if !fills.is_empty() {
                 w.clears(&mut fills);
                 let next = (
@@ -436,10 +450,11 @@ impl Recording {
                 w.barrier(transfer_write, to_host);
             }
             stats.add(&w.stats);
+            give_back(&mut w, &mut spans, &mut by_op);
         }
         // Compute: the clears when there is no input part, then each phase's other ops.
         if used[1] {
-            let mut w = writer(cmds[1]);
+            let mut w = writer(cmds[1], &mut spans, &mut by_op);
             if !used[0] && !fills.is_empty() {
                 w.clears(&mut fills);
                 w.barrier(transfer_write, (SHADER_OR_TRANSFER, reads_and_writes()));
@@ -460,25 +475,29 @@ impl Recording {
                 w.barrier((SHADER_OR_TRANSFER, writes()), to_host);
             }
             stats.add(&w.stats);
+            give_back(&mut w, &mut spans, &mut by_op);
         }
         // Output: the last phase's copies, then the barrier to host reads.
         if used[2] {
-            let mut w = writer(cmds[2]);
+            let mut w = writer(cmds[2], &mut spans, &mut by_op);
             let run = phases.order.iter().copied().filter(in_part(Part::Output));
             w.phase(&device, &self.ops, run, &mut groups, &mut regions, &mut self.held, None);
             if self.host_read {
                 w.barrier(transfer_write, to_host);
             }
             stats.add(&w.stats);
+            give_back(&mut w, &mut spans, &mut by_op);
         }
         if !used.iter().any(|&u| u) && self.host_read {
             // Nothing but host reads of earlier results: the compute part holds the barrier to
             // host reads.
-            let mut w = writer(cmds[1]);
+            let mut w = writer(cmds[1], &mut spans, &mut by_op);
             w.barrier((SHADER_OR_TRANSFER, writes()), to_host);
             stats.add(&w.stats);
+            give_back(&mut w, &mut spans, &mut by_op);
             used[1] = true;
         }
+        self.spans = spans;
         (stats, used)
     }
 }

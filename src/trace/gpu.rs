@@ -81,7 +81,7 @@ pub(crate) struct Spare {
 }
 
 /// A [`GpuSpans`]' commands, owners and groups.
-pub(super) type Lists = (Vec<GpuCommand>, Vec<(u32, u64)>, Vec<u32>);
+pub(super) type Lists = (Vec<GpuCommand>, Vec<(u32, u64)>, Vec<[u32; 2]>);
 
 /// How many spare pools (and span lists) a queue keeps (more than the submissions usually in
 /// flight).
@@ -108,8 +108,9 @@ pub(crate) struct GpuSpans {
     /// The owners of all commands: (index in the recording's table, weight: bytes for a
     /// merged copy, else 1).
     pub(super) owners: Vec<(u32, u64)>,
-    /// The first command of each group; group `g` ends at timestamp `g + 1`.
-    pub(super) groups: Vec<u32>,
+    /// Each group's first command and the timestamp that ends it; it starts at the timestamp
+    /// before (the end of the group before, or the start of its command buffer).
+    pub(super) groups: Vec<[u32; 2]>,
     /// Commands not yet in a group.
     pub(super) open: u32,
 }
@@ -140,11 +141,12 @@ impl GpuSpans {
 
     /// The submission's first timestamp (top of pipe), once the encoder knows its `phases`.
     /// The pool holds a timestamp for the start, the clear and each phase (with
-    /// [`TraceDetail::Commands`], for the start, the clear and each of the `ops`). `charge`:
-    /// whether commands are charged to contexts (per-context time).
-    pub fn start(&mut self, cmd: vk::CommandBuffer, phases: u32, ops: u32, charge: bool) {
+    /// [`TraceDetail::Commands`], for the start, the clear and each of the `ops`), and `more`
+    /// (the starts of further command buffers, [`GpuSpans::restart`]). `charge`: whether
+    /// commands are charged to contexts (per-context time).
+    pub fn start(&mut self, cmd: vk::CommandBuffer, phases: u32, ops: u32, more: u32, charge: bool) {
         self.charge = charge;
-        let needed = if self.per_command { ops + 2 } else { phases + 2 };
+        let needed = if self.per_command { ops + 2 } else { phases + 2 } + more;
         self.pool = self.take_pool(needed);
         self.stamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE);
     }
@@ -178,6 +180,13 @@ impl GpuSpans {
                 None
             }
         }
+    }
+
+    /// The first timestamp of another command buffer of the submission (a part on another
+    /// queue, see [`crate::vk::copy_queues`]): its first group starts there.
+    pub fn restart(&mut self, cmd: vk::CommandBuffer) {
+        debug_assert_eq!(self.open, 0, "a part ends with its last group");
+        self.stamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE);
     }
 
     pub(super) fn stamp(&mut self, cmd: vk::CommandBuffer, stage: vk::PipelineStageFlags) -> bool {
@@ -223,7 +232,7 @@ impl GpuSpans {
     /// A phase ended (before its barrier): stamp the completion of its commands.
     pub fn end_group(&mut self, cmd: vk::CommandBuffer) {
         if self.open > 0 && self.stamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE) {
-            self.groups.push(self.commands.len() as u32 - self.open);
+            self.groups.push([self.commands.len() as u32 - self.open, self.used - 1]);
             self.open = 0;
         }
     }
@@ -279,9 +288,14 @@ impl GpuSpans {
         let Some(ticks) = self.ticks() else { return };
         let period = self.device.limits().timestamp_period_ns as f64;
         let bounds = |g: usize| {
-            let first = self.groups[g] as usize;
-            let end = self.groups.get(g + 1).map_or(self.commands.len() - self.open as usize, |&n| n as usize);
+            let first = self.groups[g][0] as usize;
+            let end = self.groups.get(g + 1).map_or(self.commands.len() - self.open as usize, |n| n[0] as usize);
             first..end
+        };
+        // Each group's start and end ticks.
+        let window = |g: usize| {
+            let end = self.groups[g][1] as usize;
+            (ticks[end - 1], ticks[end])
         };
         let owners_of = |c: &GpuCommand| &self.owners[c.owners.0 as usize..c.owners.1 as usize];
         // Each context's time is summed here, then added to its clock once.
@@ -289,9 +303,10 @@ impl GpuSpans {
         let mut per_owner = vec![0f64; table.len()];
         // Without per-context time (a trace alone) there is nobody to charge.
         let charged = if table.is_empty() { 0 } else { self.groups.len() };
-        for (g, w) in ticks.windows(2).enumerate().take(charged) {
+        for g in 0..charged {
             let cmds = &self.commands[bounds(g)];
-            let span = w[1].saturating_sub(w[0]) as f64 * period;
+            let (a, b) = window(g);
+            let span = b.saturating_sub(a) as f64 * period;
             let whole: f64 = cmds.iter().map(|c| c.weight).sum();
             for c in cmds {
                 // A command alone in its span has all of it; else its share by size.
@@ -313,14 +328,17 @@ impl GpuSpans {
         let Some(t) = trace else { return };
         let err = t.cal.error_ns.round() as u64;
         let host = |tick: u64| t.cal.host_ns(tick);
-        let (t0, t1) = (host(ticks[0]), host(*ticks.last().expect("at least one")));
+        // The parts of a submission run on several queues: it spans from the earliest to the
+        // latest of its timestamps.
+        let (t0, t1) = (host(*ticks.iter().min().expect("one")), host(*ticks.iter().max().expect("one")));
         let args: Args =
             smallvec::smallvec![("value", value), ("commands", self.total as u64), ("calibration_error_ns", err)];
         // Stored under one hold of the sink's lock.
         let mut spans: smallvec::SmallVec<[Event; 8]> = smallvec::SmallVec::new();
         spans.push(t.gpu_span(Name::Submission(value), t0, t1, args));
-        for (g, w) in ticks.windows(2).enumerate().take(self.groups.len()) {
-            let (a, b) = (host(w[0]), host(w[1].max(w[0])));
+        for g in 0..self.groups.len() {
+            let (a, b) = window(g);
+            let (a, b) = (host(a), host(b.max(a)));
             let cmds = &self.commands[bounds(g)];
             let ctx = |c: &GpuCommand| owners_of(c).first().and_then(|o| table.get(o.0 as usize)).map(|o| o.2.id);
             if let [c @ GpuCommand { count: 1, .. }] = cmds {

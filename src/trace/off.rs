@@ -112,7 +112,8 @@ impl GpuSpans {
     pub fn new(_device: &Device, _ops: u32, _detail: TraceDetail, _spare: SparePools) -> Self {
         GpuSpans
     }
-    pub fn start(&mut self, _cmd: vk::CommandBuffer, _phases: u32, _ops: u32, _charge: bool) {}
+    pub fn start(&mut self, _cmd: vk::CommandBuffer, _phases: u32, _ops: u32, _more: u32, _charge: bool) {}
+    pub fn restart(&mut self, _cmd: vk::CommandBuffer) {}
     pub fn command(
         &mut self,
         _cmd: vk::CommandBuffer,

@@ -242,6 +242,23 @@ impl CopyQueues {
         value: u64,
         after: Option<u64>,
     ) -> std::result::Result<(), (Error, bool)> {
+        self.submit_with(timeline, parts, value, after, |queue, infos| {
+            // SAFETY: see the function's contract; every array the infos point to lives until
+            // the call returns; each batch waits only for values signalled by batches submitted
+            // before it (earlier in this call or before it).
+            unsafe { device.queue_submit(queue, infos, vk::Fence::null()) }
+        })
+    }
+
+    /// [`CopyQueues::submit`], with `queue_submit` making each `vkQueueSubmit` call.
+    fn submit_with(
+        &mut self,
+        timeline: vk::Semaphore,
+        parts: Parts<'_>,
+        value: u64,
+        after: Option<u64>,
+        mut queue_submit: impl FnMut(vk::Queue, &[vk::SubmitInfo<'_>]) -> std::result::Result<(), vk::Result>,
+    ) -> std::result::Result<(), (Error, bool)> {
         let cbs = [parts.input, parts.compute, parts.output];
         let has = cbs.map(|c| !c.is_empty());
         // The compute part takes the next compute queue in turn.
@@ -299,11 +316,7 @@ impl CopyQueues {
                     }
                 })
                 .collect();
-            // SAFETY: see the function's contract; every array the infos point to lives until
-            // the call returns; each batch waits only for values signalled by batches submitted
-            // before it (earlier in this call or before it).
-            let r = unsafe { device.queue_submit(run[0].queue, &infos, vk::Fence::null()) };
-            if let Err(e) = r {
+            if let Err(e) = queue_submit(run[0].queue, &infos) {
                 return Err((map_oom_and_lost("vkQueueSubmit")(e), submitted_any));
             }
             submitted_any = true;
@@ -332,6 +345,69 @@ impl CopyQueues {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ash::vk::Handle;
+
+    /// Copy queues over made-up handles (never given to Vulkan): input 1, output 3, compute
+    /// turns on queues 2 and 4.
+    fn queues() -> CopyQueues {
+        let q = vk::Queue::from_raw;
+        let s = vk::Semaphore::from_raw;
+        CopyQueues {
+            info: CopyQueueInfo {
+                family: 1,
+                separate_input: true,
+                separate_output: true,
+                compute_turns: 2,
+                compute_queues: 2,
+            },
+            input: q(1),
+            output: q(3),
+            uploaded: s(10),
+            compute: smallvec::smallvec![(q(2), s(20)), (q(4), s(40))],
+            next: 0,
+        }
+    }
+
+    /// A failed `vkQueueSubmit` says whether an earlier part of its submission went in, and the
+    /// compute parts take the turns in order (a failed submission takes none).
+    #[test]
+    fn a_failed_part_says_whether_an_earlier_one_went_in_and_turns_rotate() {
+        let cb = [vk::CommandBuffer::from_raw(7)];
+        let all = Parts { input: &cb, compute: &cb, output: &cb };
+        let mut cq = queues();
+        let timeline = vk::Semaphore::from_raw(99);
+        let mut seen: Vec<u64> = Vec::new();
+        let ok = cq.submit_with(timeline, all, 5, None, |q, infos| {
+            assert_eq!(infos.len(), 1);
+            seen.push(q.as_raw());
+            Ok(())
+        });
+        assert!(ok.is_ok());
+        assert_eq!(seen, [1, 2, 3], "input, the first turn's compute queue, output");
+        for (fail_at, partial) in [(0, false), (1, true), (2, true)] {
+            let mut calls = 0;
+            let r = cq.submit_with(timeline, all, 6, None, |_, _| {
+                calls += 1;
+                if calls > fail_at {
+                    Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY)
+                } else {
+                    Ok(())
+                }
+            });
+            let (e, went_in) = r.unwrap_err();
+            assert_eq!(went_in, partial, "failing call {fail_at}");
+            assert!(matches!(e, Error::OutOfDeviceMemory(_)), "failing call {fail_at}: {e:?}");
+        }
+        // A failed submission leaves the turns as they were: the next compute part takes the
+        // second turn's queue.
+        seen.clear();
+        cq.submit_with(timeline, Parts { compute: &cb, ..Parts::default() }, 9, Some(8), |q, _| {
+            seen.push(q.as_raw());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, [4, 3], "the compute part, then the empty batch that signals the timeline");
+    }
 
     /// Every shape of submission over every arrangement of queues keeps the protocol: parts in
     /// order, each waiting for the one before (the first for the timeline when ordered), stage
