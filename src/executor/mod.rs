@@ -373,11 +373,12 @@ impl std::fmt::Display for Stats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "stats: tasks={} await_points={} flushes={} submits={} host_waits={} barriers={} dispatches={} flush_ms={:.2} laned={}",
+            "stats: tasks={} await_points={} flushes={} submits={} command_buffers={} host_waits={} barriers={} dispatches={} flush_ms={:.2} laned={}",
             self.tasks_spawned,
             self.await_points,
             self.flushes,
             self.submits,
+            self.command_buffers,
             self.host_waits,
             self.barriers,
             self.dispatches,

@@ -483,8 +483,10 @@ impl Device {
     /// Interop: submits command buffers recorded by hand in one `vkQueueSubmit` that signals the
     /// next value of the device's timeline, and returns that value (wait for it with
     /// [`Device::wait`]). vkasync does not know what they use: its next submission is ordered
-    /// after them (one global barrier) while they may still run. Ordering them after vkasync's
-    /// earlier work is theirs to record.
+    /// after them (one global barrier, or with copy queues a wait for their value) while they
+    /// may still run. Ordering them after vkasync's earlier work is theirs to record. With copy
+    /// queues they run on a queue of the compute family (with several compute queues, the next
+    /// in turn).
     ///
     /// # Safety
     /// The command buffers must be fully recorded from a pool of this device's queue family,
