@@ -343,45 +343,10 @@ impl Recording {
     /// uploads from one pooled staging block into one pooled device block) become one command
     /// with many regions, or one dispatch of `copy_kernel` for all qualifying groups.
     pub fn encode(&mut self, cmd: vk::CommandBuffer, copy_kernel: Option<&Kernel>) -> EncodeStats {
-        self.encode_batches();
-        let mut fills = SmallVec::new();
-        let phases = self.plan(&mut fills);
-        let spans = self.spans.take();
-        // Without per-context time (a trace alone) there are no owners.
-        let by_op = if spans.is_some() && !self.owners.is_empty() { self.op_owners() } else { Vec::new() };
-        let device = self.device.clone();
-        let mut w =
-            Writer { d: device.raw(), cmd, stats: EncodeStats::default(), spans, by_op, bound: None, pushed: None };
-        if let Some(sp) = &mut w.spans {
-            sp.start(cmd, phases.count, self.ops.len() as u32, 0, !w.by_op.is_empty());
-        }
-        let any_phase = (SHADER_OR_TRANSFER, writes());
-        let any_access = (SHADER_OR_TRANSFER, reads_and_writes());
-        if !fills.is_empty() {
-            w.clears(&mut fills);
-            if !self.ops.is_empty() {
-                w.barrier((vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE), any_access);
-            }
-        }
-        let mut groups = CopyGroups::<vk::Buffer>::default();
-        let mut regions: Vec<copies::Region> = Vec::new();
-        for (n, run) in phases.runs().enumerate() {
-            if n > 0 {
-                w.barrier(any_phase, any_access);
-            }
-            let run = run.iter().copied();
-            w.phase(&device, &self.ops, run, &mut groups, &mut regions, &mut self.held, copy_kernel);
-        }
-        w.stats.phases = u64::from(phases.count);
-        if self.host_read {
-            w.barrier(any_phase, (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ));
-        }
-        self.spans = w.spans.take();
-        w.stats
+        let none = vk::CommandBuffer::null();
+        self.encode_into([none, cmd, none], false, copy_kernel).0
     }
-}
 
-impl Recording {
     /// Writes the ops split over the copy queues (see [`crate::vk::copy_queues`]) into `cmds`
     /// (input, compute, output; each in the recording state): the input part holds the clears
     /// and the first phase's copies, the output part the last phase's copies, the compute part
@@ -393,48 +358,47 @@ impl Recording {
         cmds: [vk::CommandBuffer; 3],
         copy_kernel: Option<&Kernel>,
     ) -> (EncodeStats, [bool; 3]) {
+        self.encode_into(cmds, true, copy_kernel)
+    }
+
+    /// [`Recording::encode_parts`], or with `split` off everything in the compute part
+    /// (`cmds[1]`, always used) as [`Recording::encode`] writes it.
+    fn encode_into(
+        &mut self,
+        cmds: [vk::CommandBuffer; 3],
+        split: bool,
+        copy_kernel: Option<&Kernel>,
+    ) -> (EncodeStats, [bool; 3]) {
         self.encode_batches();
         let mut fills = SmallVec::new();
         let phases = self.plan(&mut fills);
-        let part = plan::parts(&phases, |i| matches!(self.ops[i], Op::Copy { .. }));
-        let has = |p: Part| part.contains(&p);
-        let mut used =
-            [has(Part::Input) || !fills.is_empty() && !has(Part::Compute), has(Part::Compute), has(Part::Output)];
+        // Unsplit, every op is in the compute part (no list is made).
+        let part = if split { plan::parts(&phases, |i| matches!(self.ops[i], Op::Copy { .. })) } else { Vec::new() };
+        let has = |p: Part| match split {
+            true => part.contains(&p),
+            false => p == Part::Compute && !self.ops.is_empty(),
+        };
+        // The clears go first: in the input part where one is split off (or nothing else is).
+        let clears_in_input = split && !fills.is_empty() && (has(Part::Input) || !has(Part::Compute));
+        let mut used = [
+            has(Part::Input) || clears_in_input,
+            !split || has(Part::Compute) || !fills.is_empty() && !clears_in_input,
+            has(Part::Output),
+        ];
         let device = self.device.clone();
-        // GPU spans go from part to part with the owners of the ops (with per-context time).
-        let mut spans = self.spans.take();
-        let mut by_op = if spans.is_some() && !self.owners.is_empty() { self.op_owners() } else { Vec::new() };
-        let charge = !by_op.is_empty();
-        let (count, ops) = (phases.count, self.ops.len() as u32);
-        let mut started = false;
-        let mut writer = |cmd, spans: &mut Option<GpuSpans>, by_op: &mut Vec<u32>| {
-            let mut spans = spans.take();
-            if let Some(sp) = &mut spans {
-                // Each part's spans start at its own first timestamp. A phase split between
-                // two parts ends twice: room for two such, and for the parts' starts.
-                match std::mem::replace(&mut started, true) {
-                    false => sp.start(cmd, count, ops, 4, charge),
-                    true => sp.restart(cmd),
-                }
-            }
-            let by_op = std::mem::take(by_op);
-            Writer { d: device.raw(), cmd, stats: EncodeStats::default(), spans, by_op, bound: None, pushed: None }
-        };
-        // A part's writer gives the spans and owners back for the next part.
-        let give_back = |w: &mut Writer<'_>, spans: &mut Option<GpuSpans>, by_op: &mut Vec<u32>| {
-            *spans = w.spans.take();
-            *by_op = std::mem::take(&mut w.by_op);
-        };
+        let mut parts = PartSpans::new(self, phases.count, split);
         let mut stats = EncodeStats { phases: u64::from(phases.count), ..EncodeStats::default() };
         let mut groups = CopyGroups::<vk::Buffer>::default();
         let mut regions: Vec<copies::Region> = Vec::new();
         let transfer_write = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE);
+        let any_phase = (SHADER_OR_TRANSFER, writes());
+        let any_access = (SHADER_OR_TRANSFER, reads_and_writes());
         let to_host = (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ);
         let part = &part;
-        let in_part = |p: Part| move |&i: &usize| part[i] == p;
+        let in_part = |p: Part| move |&i: &usize| !split || part[i] == p;
         // Input: the clears, then the first phase's copies.
         if used[0] {
-            let mut w = writer(cmds[0], &mut spans, &mut by_op);
+            let mut w = parts.writer(device.raw(), cmds[0]);
             if !fills.is_empty() {
                 w.clears(&mut fills);
                 let next = (
@@ -449,15 +413,16 @@ impl Recording {
                 // The last part: the host reads what it copied.
                 w.barrier(transfer_write, to_host);
             }
-            stats.add(&w.stats);
-            give_back(&mut w, &mut spans, &mut by_op);
+            stats.add(&parts.give_back(w));
         }
         // Compute: the clears when there is no input part, then each phase's other ops.
         if used[1] {
-            let mut w = writer(cmds[1], &mut spans, &mut by_op);
+            let mut w = parts.writer(device.raw(), cmds[1]);
             if !used[0] && !fills.is_empty() {
                 w.clears(&mut fills);
-                w.barrier(transfer_write, (SHADER_OR_TRANSFER, reads_and_writes()));
+                if !self.ops.is_empty() {
+                    w.barrier(transfer_write, any_access);
+                }
             }
             let mut first = true;
             for run in phases.runs() {
@@ -465,40 +430,79 @@ impl Recording {
                     continue;
                 }
                 if !first {
-                    w.barrier((SHADER_OR_TRANSFER, writes()), (SHADER_OR_TRANSFER, reads_and_writes()));
+                    w.barrier(any_phase, any_access);
                 }
                 first = false;
                 let run = run.iter().copied().filter(in_part(Part::Compute));
                 w.phase(&device, &self.ops, run, &mut groups, &mut regions, &mut self.held, copy_kernel);
             }
             if self.host_read {
-                w.barrier((SHADER_OR_TRANSFER, writes()), to_host);
+                w.barrier(any_phase, to_host);
             }
-            stats.add(&w.stats);
-            give_back(&mut w, &mut spans, &mut by_op);
+            stats.add(&parts.give_back(w));
         }
         // Output: the last phase's copies, then the barrier to host reads.
         if used[2] {
-            let mut w = writer(cmds[2], &mut spans, &mut by_op);
+            let mut w = parts.writer(device.raw(), cmds[2]);
             let run = phases.order.iter().copied().filter(in_part(Part::Output));
             w.phase(&device, &self.ops, run, &mut groups, &mut regions, &mut self.held, None);
             if self.host_read {
                 w.barrier(transfer_write, to_host);
             }
-            stats.add(&w.stats);
-            give_back(&mut w, &mut spans, &mut by_op);
+            stats.add(&parts.give_back(w));
         }
         if !used.iter().any(|&u| u) && self.host_read {
             // Nothing but host reads of earlier results: the compute part holds the barrier to
             // host reads.
-            let mut w = writer(cmds[1], &mut spans, &mut by_op);
-            w.barrier((SHADER_OR_TRANSFER, writes()), to_host);
-            stats.add(&w.stats);
-            give_back(&mut w, &mut spans, &mut by_op);
+            let mut w = parts.writer(device.raw(), cmds[1]);
+            w.barrier(any_phase, to_host);
+            stats.add(&parts.give_back(w));
             used[1] = true;
         }
-        self.spans = spans;
+        self.spans = parts.spans;
         (stats, used)
+    }
+}
+
+/// A recording's GPU spans and the owners of its ops (with per-context time; without it, a
+/// trace alone, there are none), handed from part to part as the parts are written.
+struct PartSpans {
+    spans: Option<GpuSpans>,
+    by_op: Vec<u32>,
+    started: bool,
+    /// Room for what split parts add: a phase split between two parts ends twice (two such),
+    /// and each later part starts again.
+    more: u32,
+    phases: u32,
+    ops: u32,
+}
+
+impl PartSpans {
+    fn new(rec: &mut Recording, phases: u32, split: bool) -> Self {
+        let spans = rec.spans.take();
+        let by_op = if spans.is_some() && !rec.owners.is_empty() { rec.op_owners() } else { Vec::new() };
+        let more = if split { 4 } else { 0 };
+        PartSpans { spans, by_op, started: false, more, phases, ops: rec.ops.len() as u32 }
+    }
+
+    /// The writer of the next part, into `cmd`: its spans start at its own first timestamp.
+    fn writer<'a>(&mut self, d: &'a ash::Device, cmd: vk::CommandBuffer) -> Writer<'a> {
+        let mut spans = self.spans.take();
+        let by_op = std::mem::take(&mut self.by_op);
+        if let Some(sp) = &mut spans {
+            match std::mem::replace(&mut self.started, true) {
+                false => sp.start(cmd, self.phases, self.ops, self.more, !by_op.is_empty()),
+                true => sp.restart(cmd),
+            }
+        }
+        Writer { d, cmd, stats: EncodeStats::default(), spans, by_op, bound: None, pushed: None }
+    }
+
+    /// A part is written: its spans and owners come back for the next; returns its counts.
+    fn give_back(&mut self, mut w: Writer<'_>) -> EncodeStats {
+        self.spans = w.spans.take();
+        self.by_op = std::mem::take(&mut w.by_op);
+        w.stats
     }
 }
 
