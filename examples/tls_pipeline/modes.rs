@@ -282,6 +282,10 @@ pub fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize, staged
 /// share (one share per worker) as a server's accept loops would: spawned from outside the
 /// runtime (this thread), each task would first wake a parked worker, about 2 µs per task on
 /// this one thread, which then bounds the whole front. Returns the tasks' results in order.
+///
+/// With `VKASYNC_BENCH_JOIN=shares` each share's spawning task also awaits its own tasks (the
+/// joins, and freeing the tasks, spread over the workers); otherwise this thread awaits every
+/// task (for A/B runs of one binary).
 fn spawn_from_shares<T, F, Fut>(
     rt: &tokio::runtime::Runtime,
     shares: Vec<Vec<T>>,
@@ -292,17 +296,30 @@ where
     F: Fn(T) -> Fut + Clone + Send + 'static,
     Fut: std::future::Future<Output = Result<TaskResult, Error>> + Send + 'static,
 {
+    let join_in_shares = std::env::var("VKASYNC_BENCH_JOIN").is_ok_and(|v| v.trim() == "shares");
     rt.block_on(async {
         let spawners: Vec<_> = shares
             .into_iter()
             .map(|share| {
                 let task = task.clone();
-                tokio::spawn(async move { share.into_iter().map(|item| tokio::spawn(task(item))).collect::<Vec<_>>() })
+                tokio::spawn(async move {
+                    let handles = share.into_iter().map(|item| tokio::spawn(task(item))).collect::<Vec<_>>();
+                    if !join_in_shares {
+                        return (handles, Vec::new());
+                    }
+                    let mut done = Vec::with_capacity(handles.len());
+                    for h in handles {
+                        done.push(h.await.expect("a connection's task panicked"));
+                    }
+                    (Vec::new(), done)
+                })
             })
             .collect();
         let mut v = Vec::new();
         for s in spawners {
-            for h in s.await.expect("a spawning task panicked") {
+            let (handles, done) = s.await.expect("a spawning task panicked");
+            v.extend(done);
+            for h in handles {
                 v.push(h.await.expect("a connection's task panicked"));
             }
         }
