@@ -18,7 +18,10 @@
 //! - `staged-tokio`: as `coalesced-tokio`, with each record in staging memory
 //!   (`Crypto::staged_record`, filled with the plaintext before the clock starts, as every
 //!   mode's buffers are) and sealed there (`Crypto::seal_staged`): no host copy of any record;
-//!   `staged` (only with `--modes`): the same on the [`Executor`];
+//!   `staged` (only with `--modes`): the same on the [`Executor`]; `staged-shares` (only with
+//!   `--modes`): the same records, written as the CPU modes are: one tokio task per worker over
+//!   its share of the connections, each connection a future of that task (no task per
+//!   connection);
 //! - `auto`: as `coalesced`, with the runtime choosing between the GPU and the host
 //!   (`Offload::Auto`, the default: records under about 4 KiB sealed at once on the host,
 //!   flushes of few large records on the host, the others on the GPU); `auto-tokio`: as
@@ -79,7 +82,7 @@ mod support {
 }
 
 use conns::{connections, reference, Conn, Sealed};
-use modes::{run_blocking, run_cpu, run_executor, run_tokio, run_tokio_set, Run, CPU_TIME_MEASURED};
+use modes::{run_blocking, run_cpu, run_executor, run_tokio, run_tokio_set, run_tokio_shares, Run, CPU_TIME_MEASURED};
 use std::sync::Arc;
 use std::time::Duration;
 use support::args::{arg, cores, num};
@@ -99,7 +102,7 @@ const MODES: [&str; 9] = [
     "cpu-all",
 ];
 /// Modes run only when named in `--modes`.
-const EXTRA_MODES: [&str; 4] = ["coalesced-tokio-set", "staged-tokio-set", "host", "staged"];
+const EXTRA_MODES: [&str; 5] = ["coalesced-tokio-set", "staged-tokio-set", "host", "staged", "staged-shares"];
 
 /// The device's kind, in words.
 fn describe(kind: vkasync::DeviceType) -> &'static str {
@@ -317,6 +320,7 @@ fn measure(
                 "host" => run_executor(&auto.clone().with_offload(Offload::Host), conns, true, flush, false)?,
                 "coalesced-tokio" => run_tokio(crypto, conns, workers, false)?,
                 "staged-tokio" => run_tokio(crypto, conns, workers, true)?,
+                "staged-shares" => run_tokio_shares(crypto, conns, workers)?,
                 "auto-tokio" => run_tokio(auto, conns, workers, false)?,
                 "coalesced-tokio-set" => {
                     let (set, cryptos) = set.expect("made for the mode");
@@ -443,6 +447,7 @@ fn report(o: &Options, name: &str, on_cpu: bool, runs: &mut [Vec<Run>]) -> Strin
         "coalesced-tokio-set",
         "staged",
         "staged-tokio",
+        "staged-shares",
         "staged-tokio-set",
         "auto",
         "auto-tokio",

@@ -278,6 +278,53 @@ pub fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize, staged
     Run::of_tasks(results.into_iter().collect::<Result<Vec<_>, Error>>()?, wall, cpu, queue.stats())
 }
 
+/// `staged-shares`: as the CPU modes are written, one tokio task per worker over its contiguous
+/// share of the connections, and no task per connection: each connection's sealing is a future
+/// of its share's task, all of them awaited at once (`FuturesUnordered`). Every record of a share
+/// joins a flush as in `staged-tokio`, but the runtime spawns, schedules and joins no task per
+/// connection, and a flush's completion wakes one task per share.
+pub fn run_tokio_shares(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize) -> Result<Run, Error> {
+    use futures::stream::{FuturesUnordered, StreamExt};
+    let queue = queue_builder(crypto.device()).build()?;
+    let crypto = Arc::new(crypto.clone());
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
+    let shares = shares(&crypto, conns, workers, true)?;
+    let (start, cpu_start) = (Instant::now(), process_cpu_time());
+    let per_share = rt.block_on(async {
+        let handles: Vec<_> = shares
+            .into_iter()
+            .map(|share| {
+                let (crypto, conns, ctx) = (crypto.clone(), conns.clone(), queue.context());
+                tokio::spawn(async move {
+                    let (crypto, conns, ctx) = (&crypto, &conns, &ctx);
+                    let mut pending: FuturesUnordered<_> = share
+                        .into_iter()
+                        .map(|(i, bufs)| async move { (i, seal_connection(crypto, ctx, &conns[i], bufs).await) })
+                        .collect();
+                    let mut done = Vec::with_capacity(pending.len());
+                    while let Some((i, r)) = pending.next().await {
+                        done.push((i, r?));
+                    }
+                    Ok::<_, Error>(done)
+                })
+            })
+            .collect();
+        let mut v = Vec::new();
+        for h in handles {
+            v.push(h.await.expect("a share's task panicked"));
+        }
+        v
+    });
+    let (wall, cpu) = (start.elapsed(), process_cpu_time() - cpu_start);
+    drop(rt);
+    let mut results = Vec::with_capacity(conns.len());
+    for share in per_share {
+        results.extend(share?);
+    }
+    results.sort_unstable_by_key(|(i, _)| *i);
+    Run::of_tasks(results.into_iter().map(|(_, r)| r).collect(), wall, cpu, queue.stats())
+}
+
 /// Runs `task(item)` for every item of `shares` as its own task on `rt`, spawned by one task per
 /// share (one share per worker) as a server's accept loops would: spawned from outside the
 /// runtime (this thread), each task would first wake a parked worker, about 2 µs per task on
