@@ -593,7 +593,14 @@ impl<B: Backend> QueueCore<B> {
             return Err(item);
         }
         let (epoch, due) = self.lanes.push(kind, item, cx.waker())?;
-        *lock(&state.last) = Some(epoch.clone());
+        {
+            // A context adding many items to one epoch keeps its reference: every thread's
+            // items share the epoch's count, so each clone and drop is a contended write.
+            let mut last = lock(&state.last);
+            if !last.as_ref().is_some_and(|e| Arc::ptr_eq(e, &epoch)) {
+                *last = Some(epoch.clone());
+            }
+        }
         // Step 4 of the lanes' protocol: what the driver set before it took the lanes in.
         std::sync::atomic::fence(Ordering::SeqCst);
         if due
