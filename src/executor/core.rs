@@ -517,7 +517,7 @@ impl<B: Backend> QueueCore<B> {
             return (st, r);
         }
         if st.backend.recorded_count() != before {
-            *lock(&state.last) = Some(st.epoch.clone());
+            state.recorded_into(&st.epoch);
         }
         let group =
             self.options.flush == FlushPolicy::GroupCommit && st.backend.pending_commands() >= self.options.group_bound;
@@ -593,14 +593,7 @@ impl<B: Backend> QueueCore<B> {
             return Err(item);
         }
         let (epoch, due) = self.lanes.push(kind, item, cx.waker())?;
-        {
-            // A context adding many items to one epoch keeps its reference: every thread's
-            // items share the epoch's count, so each clone and drop is a contended write.
-            let mut last = lock(&state.last);
-            if !last.as_ref().is_some_and(|e| Arc::ptr_eq(e, &epoch)) {
-                *last = Some(epoch.clone());
-            }
-        }
+        state.recorded_into(&epoch);
         // Step 4 of the lanes' protocol: what the driver set before it took the lanes in.
         std::sync::atomic::fence(Ordering::SeqCst);
         if due
@@ -1492,6 +1485,16 @@ impl ContextState {
 
     pub fn clock(&self) -> &Arc<TaskClock> {
         self.clock.get_or_init(|| TaskClock::new(self.id()))
+    }
+
+    /// Notes that the context recorded into `epoch`. A context that records many times into
+    /// one epoch keeps its reference: every context's reference shares the epoch's count, so
+    /// each clone and drop is a write that the recording threads contend for.
+    pub fn recorded_into(&self, epoch: &Arc<Epoch>) {
+        let mut last = lock(&self.last);
+        if !last.as_ref().is_some_and(|e| Arc::ptr_eq(e, epoch)) {
+            *last = Some(epoch.clone());
+        }
     }
 }
 
