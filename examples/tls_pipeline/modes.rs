@@ -264,17 +264,15 @@ async fn seal_connection_waits_only(
 pub fn run_tokio(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize, staged: bool) -> Result<Run, Error> {
     let queue = queue_builder(crypto.device()).build()?;
     let crypto = Arc::new(crypto.clone());
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
     let shares = shares(&crypto, conns, workers, staged)?;
-    let (start, cpu_start) = (Instant::now(), process_cpu_time());
     let (conns, q) = (conns.clone(), queue.clone());
-    let results = spawn_from_shares(&rt, shares, move |(i, bufs): (usize, Bufs)| {
-        // One reference count per task, not one per pipeline of a clone.
-        let (crypto, conns, ctx) = (crypto.clone(), conns.clone(), q.context());
-        async move { seal_connection(&crypto, &ctx, &conns[i], bufs).await }
+    let (results, wall, cpu) = timed_on_tokio(workers, |rt| {
+        spawn_from_shares(rt, shares, move |(i, bufs): (usize, Bufs)| {
+            // One reference count per task, not one per pipeline of a clone.
+            let (crypto, conns, ctx) = (crypto.clone(), conns.clone(), q.context());
+            async move { seal_connection(&crypto, &ctx, &conns[i], bufs).await }
+        })
     });
-    let (wall, cpu) = (start.elapsed(), process_cpu_time() - cpu_start);
-    drop(rt);
     Run::of_tasks(results.into_iter().collect::<Result<Vec<_>, Error>>()?, wall, cpu, queue.stats())
 }
 
@@ -287,42 +285,52 @@ pub fn run_tokio_shares(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize)
     use futures::stream::{FuturesUnordered, StreamExt};
     let queue = queue_builder(crypto.device()).build()?;
     let crypto = Arc::new(crypto.clone());
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
     let shares = shares(&crypto, conns, workers, true)?;
-    let (start, cpu_start) = (Instant::now(), process_cpu_time());
-    let per_share = rt.block_on(async {
-        let handles: Vec<_> = shares
-            .into_iter()
-            .map(|share| {
-                let (crypto, conns, ctx) = (crypto.clone(), conns.clone(), queue.context());
-                tokio::spawn(async move {
-                    let (crypto, conns, ctx) = (&crypto, &conns, &ctx);
-                    let mut pending: FuturesUnordered<_> = share
-                        .into_iter()
-                        .map(|(i, bufs)| async move { (i, seal_connection(crypto, ctx, &conns[i], bufs).await) })
-                        .collect();
-                    let mut done = Vec::with_capacity(pending.len());
-                    while let Some((i, r)) = pending.next().await {
-                        done.push((i, r?));
-                    }
-                    Ok::<_, Error>(done)
+    let (per_share, wall, cpu) = timed_on_tokio(workers, |rt| {
+        rt.block_on(async {
+            let handles: Vec<_> = shares
+                .into_iter()
+                .map(|share| {
+                    let (crypto, conns, ctx) = (crypto.clone(), conns.clone(), queue.context());
+                    tokio::spawn(async move {
+                        let (crypto, conns, ctx) = (&crypto, &conns, &ctx);
+                        let mut pending: FuturesUnordered<_> = share
+                            .into_iter()
+                            .map(|(i, bufs)| async move { (i, seal_connection(crypto, ctx, &conns[i], bufs).await) })
+                            .collect();
+                        let mut done = Vec::with_capacity(pending.len());
+                        while let Some((i, r)) = pending.next().await {
+                            done.push((i, r?));
+                        }
+                        Ok::<_, Error>(done)
+                    })
                 })
-            })
-            .collect();
-        let mut v = Vec::new();
-        for h in handles {
-            v.push(h.await.expect("a share's task panicked"));
-        }
-        v
+                .collect();
+            let mut v = Vec::new();
+            for h in handles {
+                v.push(h.await.expect("a share's task panicked"));
+            }
+            v
+        })
     });
-    let (wall, cpu) = (start.elapsed(), process_cpu_time() - cpu_start);
-    drop(rt);
     let mut results = Vec::with_capacity(conns.len());
     for share in per_share {
         results.extend(share?);
     }
     results.sort_unstable_by_key(|(i, _)| *i);
     Run::of_tasks(results.into_iter().map(|(_, r)| r).collect(), wall, cpu, queue.stats())
+}
+
+/// Runs `body` on a tokio runtime of `workers` threads made for it, and returns what it returned
+/// with the wall and process CPU time it took (the runtime is made before the clock starts and
+/// shut down after it stops).
+fn timed_on_tokio<R>(workers: usize, body: impl FnOnce(&tokio::runtime::Runtime) -> R) -> (R, Duration, Duration) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
+    let (start, cpu_start) = (Instant::now(), process_cpu_time());
+    let r = body(&rt);
+    let (wall, cpu) = (start.elapsed(), process_cpu_time() - cpu_start);
+    drop(rt);
+    (r, wall, cpu)
 }
 
 /// Runs `task(item)` for every item of `shares` as its own task on `rt`, spawned by one task per
@@ -419,7 +427,6 @@ pub fn run_tokio_set(
     staged: bool,
 ) -> Result<Run, Error> {
     let before = set.stats();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
     let n = set.queues().len();
     let per = conns.len().div_ceil(workers.max(1)).max(1);
     let mut shares: Vec<Vec<(usize, Option<Ctx>, Bufs)>> = Vec::new();
@@ -436,16 +443,15 @@ pub fn run_tokio_set(
         };
         shares.last_mut().expect("pushed").push(item);
     }
-    let (start, cpu_start) = (Instant::now(), process_cpu_time());
     let (set2, cryptos, conns) = (set.clone(), cryptos.clone(), conns.clone());
-    let results = spawn_from_shares(&rt, shares, move |(i, ctx, bufs): (usize, Option<Ctx>, Bufs)| {
-        let ctx = ctx.unwrap_or_else(|| set2.context());
-        let crypto = cryptos.get(ctx.device()).expect("a device of the set").clone();
-        let conns = conns.clone();
-        async move { seal_connection(&crypto, &ctx, &conns[i], bufs).await }
+    let (results, wall, cpu) = timed_on_tokio(workers, |rt| {
+        spawn_from_shares(rt, shares, move |(i, ctx, bufs): (usize, Option<Ctx>, Bufs)| {
+            let ctx = ctx.unwrap_or_else(|| set2.context());
+            let crypto = cryptos.get(ctx.device()).expect("a device of the set").clone();
+            let conns = conns.clone();
+            async move { seal_connection(&crypto, &ctx, &conns[i], bufs).await }
+        })
     });
-    let (wall, cpu) = (start.elapsed(), process_cpu_time() - cpu_start);
-    drop(rt);
     // This run's counters, summed over the devices.
     let mut s = Stats::default();
     for (now, was) in set.stats().iter().zip(&before) {
