@@ -1116,6 +1116,17 @@ impl<B: Backend> QueueCore<B> {
         self.complete_upto(st, c, wakers);
     }
 
+    /// Whether the one waiter in the slot table is the only wait on the queue: no wait of a
+    /// lane's item, taken in or not (see [`super::lanes`]), waits beside it. A job that spins
+    /// for its own submission while other jobs wait holds its thread, which may be the one
+    /// that records theirs (one task driving many connections' futures).
+    fn alone_waiting(&self, st: &State<B>) -> bool {
+        st.waiters.len() == 1
+            && st.lane_wakers.is_empty()
+            && st.by_value_wakers.is_empty()
+            && !(self.lanes_on && self.lanes.any())
+    }
+
     /// How long the driver may spin on the counter before blocking for a wait.
     pub fn spin_budget(&self, st: &State<B>) -> Duration {
         if self.options.adaptive {
@@ -1659,7 +1670,7 @@ impl<B: Backend> SyncFuture<B> {
         let value = self.epoch.as_ref().and_then(|b| b.value.get());
         let budget = core.spin_budget(&st);
         let Some(value) = value
-            .filter(|_| !core.executor_running() && st.waiters.len() == 1 && st.fatal.is_none() && !budget.is_zero())
+            .filter(|_| !core.executor_running() && st.fatal.is_none() && !budget.is_zero() && core.alone_waiting(&st))
         else {
             return Err(st);
         };

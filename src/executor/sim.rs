@@ -611,3 +611,78 @@ fn items_added_while_the_gpu_is_busy_go_through_the_lanes() {
     .unwrap();
     assert!(stats.laned_items > 0, "{stats:?}");
 }
+
+/// A `Queue`'s wait that submits its own work spins for it only while nothing else waits: here
+/// a lane's item, added while a submission ran and taken in by this wait's flush, waits beside
+/// it, so the wait returns `Pending` at once instead of spinning (a thread that spins while
+/// others wait may be the one that would record theirs).
+#[test]
+fn a_wait_beside_a_lanes_item_does_not_spin() {
+    let gpu = Arc::new(Mutex::new(SimGpu {
+        submitted: 0,
+        counter: 0,
+        in_flight: VecDeque::new(),
+        rng: 0x9e37_79b9_7f4a_7c15,
+        fail_submit_per_mille: 0,
+        timeout_per_mille: 0,
+        lose_at_call: None,
+        calls: 0,
+        lost: false,
+        values: Vec::new(),
+    }));
+    let backend = SimBackend { pending: Vec::new(), gpu: gpu.clone(), op_value: Arc::default() };
+    let core = QueueCore::new(
+        backend,
+        Options {
+            policy: WaitPolicy::All,
+            timeout: None,
+            max_pending: usize::MAX,
+            spin: Duration::from_millis(50),
+            adaptive: false,
+            flush: FlushPolicy::GroupCommit,
+            memory_bound: None,
+            group_bound: usize::MAX,
+            depth: 1,
+            shutdown: Duration::from_secs(10),
+            lanes: true,
+        },
+    );
+    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+    let push = |state: &ContextState, op: u64| {
+        core.record(state, |b| {
+            b.pending.push(op);
+            Ok(())
+        })
+        .unwrap()
+    };
+    // A submission in flight: with a depth of 1 the GPU has no room, so an item goes to a lane.
+    let first = Arc::new(ContextState::default());
+    push(&first, 1);
+    core.flush_now();
+    let laned = core.batch_in_lane(&Arc::default(), 0, &Arc::new(SimKind), 2, &mut cx);
+    let Ok((_lane_wait, Poll::Pending)) = laned else { panic!("the item went through a lane") };
+    // The first submission completes (seen by a spin on its wait), and the GPU has room again;
+    // the lane's item is not taken in yet.
+    let mut first_wait = SyncFuture::new(core.clone(), lock(&first.last).clone(), 0);
+    assert!(Pin::new(&mut first_wait).poll(&mut cx).is_pending());
+    assert!(core.executor_spin(&SimWaiter(gpu.clone()), || false), "the first submission completed");
+    assert!(Pin::new(&mut first_wait).poll(&mut cx).is_ready());
+    drop(first_wait);
+    // A third job records and waits: its wait finds the GPU idle and submits its work with
+    // the lane's item; the lane's wait then waits beside it, so it does not spin.
+    let spun_before = core.stats().spin_ns;
+    let third = Arc::new(ContextState::default());
+    push(&third, 3);
+    let mut third_wait = SyncFuture::new(core.clone(), lock(&third.last).clone(), 0);
+    assert!(Pin::new(&mut third_wait).poll(&mut cx).is_pending(), "no spin beside another wait");
+    assert_eq!(core.stats().spin_ns, spun_before);
+    assert_eq!(core.stats().submits, 2, "the third job's work went out with the lane's item");
+    // Alone, a wait spins for its own submission and finds it done.
+    assert!(core.executor_spin(&SimWaiter(gpu.clone()), || false));
+    assert!(Pin::new(&mut third_wait).poll(&mut cx).is_ready());
+    let fourth = Arc::new(ContextState::default());
+    push(&fourth, 4);
+    let mut fourth_wait = SyncFuture::new(core.clone(), lock(&fourth.last).clone(), 0);
+    assert!(Pin::new(&mut fourth_wait).poll(&mut cx).is_ready(), "a lone wait spins to its completion");
+    assert!(core.stats().spin_ns > spun_before);
+}
