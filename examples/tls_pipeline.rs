@@ -18,10 +18,9 @@
 //! - `staged-tokio`: as `coalesced-tokio`, with each record in staging memory
 //!   (`Crypto::staged_record`, filled with the plaintext before the clock starts, as every
 //!   mode's buffers are) and sealed there (`Crypto::seal_staged`): no host copy of any record;
-//!   `staged` (only with `--modes`): the same on the [`Executor`]; `staged-shares` (only with
-//!   `--modes`): the same records, written as the CPU modes are: one tokio task per worker over
-//!   its share of the connections, each connection a future of that task (no task per
-//!   connection);
+//!   `staged-shares`: the same records, written as the CPU modes are: one tokio task per worker
+//!   over its share of the connections, each connection a future of that task (no task per
+//!   connection); `staged` (only with `--modes`): the same on the [`Executor`];
 //! - `auto`: as `coalesced`, with the runtime choosing between the GPU and the host
 //!   (`Offload::Auto`, the default: records under about 4 KiB sealed at once on the host,
 //!   flushes of few large records on the host, the others on the GPU); `auto-tokio`: as
@@ -90,19 +89,20 @@ use support::queues::{queue_set, set_devices};
 use vkasync::crypto::{Crypto, Offload};
 use vkasync::{Device, Error, FlushPolicy, PerDevice, QueueSet};
 
-const MODES: [&str; 9] = [
+const MODES: [&str; 10] = [
     "blocking",
     "waits-only",
     "coalesced",
     "coalesced-tokio",
     "staged-tokio",
+    "staged-shares",
     "auto",
     "auto-tokio",
     "cpu-1",
     "cpu-all",
 ];
 /// Modes run only when named in `--modes`.
-const EXTRA_MODES: [&str; 5] = ["coalesced-tokio-set", "staged-tokio-set", "host", "staged", "staged-shares"];
+const EXTRA_MODES: [&str; 4] = ["coalesced-tokio-set", "staged-tokio-set", "host", "staged"];
 
 /// The device's kind, in words.
 fn describe(kind: vkasync::DeviceType) -> &'static str {
