@@ -128,8 +128,8 @@
 //! blocking it may spin on the counter (a fixed time, or adaptively: twice the moving average of
 //! recent waits, up to a bound, and not at all while waits are longer). When the wait ends it
 //! reads the counter once and wakes every waiter at or below it. A job that submits its own
-//! work (group commit, the GPU idle) while no other job waits and no executor loop runs
-//! reads the counter itself for the same spin budget before it returns `Pending`: a lone
+//! work (group commit, the GPU idle) while no other job waits (a coalesced item waiting in a
+//! queue's lanes counts) and no executor loop runs reads the counter itself for the same spin budget before it returns `Pending`: a lone
 //! request on a tokio worker then needs neither the driver's wake-up nor its own (on the
 //! H200 a lone job under tokio took about a fifth less time, on a noisy measure). Under load
 //! other jobs wait too, and no job spins in its poll.
@@ -476,8 +476,8 @@ macro_rules! shared_setters {
         /// long kernels cost no CPU time. [`Stats::spin_ns`](crate::Stats::spin_ns) reports the time spent spinning.
         /// This is the default, with [`DEFAULT_SPIN_BOUND`](crate::DEFAULT_SPIN_BOUND).
         ///
-        /// The same budget lets a lone job (one that submits its own work while no other job
-        /// waits on the queue) read the counter inside its own poll before it returns
+        /// The same budget lets a lone job (one that submits its own work while no other job,
+        /// and no coalesced item in the queue's lanes, waits on the queue) read the counter inside its own poll before it returns
         /// `Pending`, so that it needs no thread wake-ups: on a runtime's thread that poll may
         /// then take up to the budget, during which that thread runs nothing else (on a
         /// current-thread runtime, no other task). `spin_before_wait(Duration::ZERO)` turns all
