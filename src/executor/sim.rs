@@ -434,13 +434,8 @@ struct Faults {
     lose_at_call: Option<u64>,
 }
 
-fn simulate(
-    programs: Vec<Vec<Step>>,
-    seed: u64,
-    policy: WaitPolicy,
-    faults: Faults,
-    max_pending: usize,
-) -> std::result::Result<super::Stats, TestCaseError> {
+/// A simulated GPU with `seed`'s random progress and `faults`, and a backend over it.
+fn sim_gpu(seed: u64, faults: &Faults) -> (Arc<Mutex<SimGpu>>, SimBackend) {
     let gpu = Arc::new(Mutex::new(SimGpu {
         submitted: 0,
         counter: 0,
@@ -454,6 +449,17 @@ fn simulate(
         values: Vec::new(),
     }));
     let backend = SimBackend { pending: Vec::new(), gpu: gpu.clone(), op_value: Arc::default() };
+    (gpu, backend)
+}
+
+fn simulate(
+    programs: Vec<Vec<Step>>,
+    seed: u64,
+    policy: WaitPolicy,
+    faults: Faults,
+    max_pending: usize,
+) -> std::result::Result<super::Stats, TestCaseError> {
+    let (gpu, backend) = sim_gpu(seed, &faults);
     let timeout = (faults.timeout_per_mille > 0).then(|| Duration::from_millis(1));
     let spin = if seed % 3 == 0 { Duration::from_micros(1) } else { Duration::ZERO };
     let flush = if (seed >> 8) % 2 == 0 { FlushPolicy::WhenIdle } else { FlushPolicy::GroupCommit };
@@ -618,19 +624,8 @@ fn items_added_while_the_gpu_is_busy_go_through_the_lanes() {
 /// others wait may be the one that would record theirs).
 #[test]
 fn a_wait_beside_a_lanes_item_does_not_spin() {
-    let gpu = Arc::new(Mutex::new(SimGpu {
-        submitted: 0,
-        counter: 0,
-        in_flight: VecDeque::new(),
-        rng: 0x9e37_79b9_7f4a_7c15,
-        fail_submit_per_mille: 0,
-        timeout_per_mille: 0,
-        lose_at_call: None,
-        calls: 0,
-        lost: false,
-        values: Vec::new(),
-    }));
-    let backend = SimBackend { pending: Vec::new(), gpu: gpu.clone(), op_value: Arc::default() };
+    let no_faults = Faults { fail_submit_per_mille: 0, timeout_per_mille: 0, lose_at_call: None };
+    let (gpu, backend) = sim_gpu(0x9e37_79b9_7f4a_7c15, &no_faults);
     let core = QueueCore::new(
         backend,
         Options {
