@@ -372,8 +372,19 @@ impl Recording {
         self.encode_batches();
         let mut fills = SmallVec::new();
         let phases = self.plan(&mut fills);
-        // Unsplit, every op is in the compute part (no list is made).
-        let part = if split { plan::parts(&phases, |i| matches!(self.ops[i], Op::Copy { .. })) } else { Vec::new() };
+        // Unsplit, every op is in the compute part (no list is made). Split, a copy goes to a
+        // copy queue only where that queue moves it faster than the compute part would (see
+        // `plan::for_copy_queue`).
+        let part = if split {
+            let kernel = copy_kernel.is_some();
+            let to_queue = |i: usize| match &self.ops[i] {
+                Op::Copy { regions, .. } => plan::for_copy_queue(regions, kernel),
+                _ => false,
+            };
+            plan::parts(&phases, to_queue)
+        } else {
+            Vec::new()
+        };
         let has = |p: Part| match split {
             true => part.contains(&p),
             false => p == Part::Compute && !self.ops.is_empty(),

@@ -42,7 +42,8 @@
 //!
 //! With copy queues ([`crate::vk::copy_queues`]) a submission is encoded in three parts: the
 //! clears and the first phase's copies, the other ops, the last phase's copies
-//! (`plan::parts`). The parts run one after another on their queues, joined by semaphores, so
+//! (`plan::parts`; with the copy kernel only copies of large regions leave the compute part,
+//! `plan::for_copy_queue`). The parts run one after another on their queues, joined by semaphores, so
 //! the phases' order holds; a submission that must be ordered after running ones waits for the
 //! timeline value before its own instead of opening with a barrier.
 //!

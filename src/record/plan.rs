@@ -101,15 +101,35 @@ pub(crate) enum Part {
     Output,
 }
 
-/// Each op's part: a copy (`is_copy(op)`) of the first phase goes to the input part, one of the
-/// last phase (of two or more) to the output part, every other op to the compute part. The
-/// parts run one after another, so every hazard stays ordered: an op depends only on ops of
-/// earlier phases, no op of the first phase depends on another, and nothing follows an op of
-/// the last phase.
-pub(crate) fn parts(phases: &Phases, is_copy: impl Fn(usize) -> bool) -> Vec<Part> {
+/// The mean region size from which a copy goes to a copy queue when the copy kernel is there
+/// (see [`for_copy_queue`]): the kernel's largest region.
+pub(crate) const QUEUE_REGION: u64 = super::copies::MAX_REGION;
+
+/// Whether a copy of the first or last phase, with `regions`, goes to a copy queue when the
+/// flush is split (`kernel`: the compute part has the copy kernel).
+///
+/// A copy queue's engine runs a command's regions one after another, at a cost per region
+/// (about 1.6 µs for 4 KiB on an H200, see [`super::copies`]), and each part the submission
+/// adds is one more hop between queues; the copy kernel copies small regions all at once.
+/// So with the kernel, only copies of large regions (`QUEUE_REGION` on average or more) leave
+/// the compute part: the staged ranges of many records that lie together, a large upload.
+/// Scattered records' ranges (many records of one connection between each flush's) and a lone
+/// job's small upload stay with the kernels, as without copy queues. Without the kernel every
+/// such copy goes to its queue, where it at least runs beside another flush's kernels.
+pub(crate) fn for_copy_queue(regions: &[vk::BufferCopy], kernel: bool) -> bool {
+    let bytes: u64 = regions.iter().map(|r| r.size).sum();
+    !kernel || bytes >= regions.len() as u64 * QUEUE_REGION
+}
+
+/// Each op's part: a copy that goes to a copy queue (`to_queue(op)`, see [`for_copy_queue`])
+/// of the first phase goes to the input part, one of the last phase (of two or more) to the
+/// output part, every other op to the compute part. The parts run one after another, so every
+/// hazard stays ordered: an op depends only on ops of earlier phases, no op of the first phase
+/// depends on another, and nothing follows an op of the last phase.
+pub(crate) fn parts(phases: &Phases, to_queue: impl Fn(usize) -> bool) -> Vec<Part> {
     let last = phases.count.saturating_sub(1);
     (phases.of_op.iter().enumerate())
-        .map(|(i, &phase)| match (is_copy(i), phase) {
+        .map(|(i, &phase)| match (to_queue(i), phase) {
             (true, 0) => Part::Input,
             (true, p) if p == last => Part::Output,
             _ => Part::Compute,
@@ -336,6 +356,17 @@ mod tests {
                     }
                 }
             }
+        }
+
+        /// With the copy kernel, a copy leaves the compute part exactly when its regions
+        /// average `QUEUE_REGION` bytes or more; without it, always.
+        #[test]
+        fn copies_of_large_regions_take_the_copy_queues(sizes in prop::collection::vec(1u64..4 * QUEUE_REGION, 1..12)) {
+            let regions: Vec<vk::BufferCopy> =
+                sizes.iter().map(|&size| vk::BufferCopy { src_offset: 0, dst_offset: 0, size }).collect();
+            let mean = sizes.iter().sum::<u64>() as f64 / sizes.len() as f64;
+            prop_assert_eq!(for_copy_queue(&regions, true), mean >= QUEUE_REGION as f64);
+            prop_assert!(for_copy_queue(&regions, false));
         }
 
         /// Runs cover exactly the bytes of the fills, never overlap, and a fill that stops short

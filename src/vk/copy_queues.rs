@@ -17,6 +17,13 @@
 //! So while the compute queue runs flush `n`'s kernels, the input queue may upload flush
 //! `n + 1`'s data and the output queue read back flush `n - 1`'s results.
 //!
+//! Only copies of large regions take the copy queues where the compute part has the copy kernel
+//! (see [`crate::record::copies`]): a copy engine runs a command's regions one after another, at
+//! a cost per region, so many scattered small regions (records of many connections that lie
+//! apart in staging) and a lone job's small upload stay in the compute part, copied by the
+//! kernel all at once. A submission whose copies all stay is its compute part alone, with the
+//! empty batch on the output queue that signals the timeline.
+//!
 //! With several compute queues ([`crate::DeviceBuilder::compute_queues`]) the compute parts of
 //! consecutive submissions take the queues in turn, so that the kernels of one flush may run
 //! beside those of the flush before (a flush of long SHA-256 chains keeps few of the GPU's
