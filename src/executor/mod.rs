@@ -99,7 +99,11 @@
 //!   one submission the GPU is running, so that its encoding (and a coalesced kind's host
 //!   work) overlaps the GPU's, and the driver waits for the oldest submission in flight
 //!   before it submits the next group. Groups are as large as before (what gathers while the
-//!   GPU runs one submission); each waits for one more submission. A group is also submitted
+//!   GPU runs one submission); each waits for one more submission. A group of coalesced items
+//!   goes behind a running submission only when it holds at least 256 of them (`BEHIND_MIN`):
+//!   a coalesced kind's flush costs the GPU a fixed time whatever it holds, so a small group
+//!   sent early makes the next one small too (flush storms of 27–53 records each, on an H100
+//!   at 1 KiB records); a smaller one waits for an idle GPU. A group is also submitted
 //!   once it holds [`ExecutorBuilder::max_group_ops`] commands (96 by default), in flight or
 //!   not, so that the GPU gets work in steps and little is left for the end of a run.
 //!
@@ -449,7 +453,9 @@ macro_rules! shared_setters {
 
         /// Under [`FlushPolicy::GroupCommit`] while no executor loop runs (always for a
         /// [`Queue`]): submit the work that jobs wait for once fewer than `depth` submissions
-        /// are in flight (at least 1; default 2). With 1 the next group goes out only once the
+        /// are in flight (at least 1; default 2; a group of fewer than 256 coalesced items, as
+        /// the crypto module makes, waits for an idle GPU whatever the depth, see the
+        /// [module docs](crate::executor)). With 1 the next group goes out only once the
         /// GPU is idle, and is encoded while the GPU waits; with 2 it is encoded and submitted
         /// behind the submission the GPU is running. On the NVIDIA H200, sealing 10,000 × 16
         /// KiB records from 16 tokio workers (`tls_pipeline --modes coalesced-tokio`, whose

@@ -31,6 +31,8 @@ struct SimGpu {
     calls: u64,
     lost: bool,
     values: Vec<u64>,
+    /// The GPU makes no progress until the test completes its work ([`SimGpu::complete_all`]).
+    held: bool,
 }
 
 impl SimGpu {
@@ -57,10 +59,16 @@ impl SimGpu {
 
     /// The GPU makes some progress: the counter moves to a random value up to the last submit.
     fn progress(&mut self) {
-        if self.submitted > self.counter {
+        if self.submitted > self.counter && !self.held {
             let step = self.next() % (self.submitted - self.counter + 1);
             self.set_counter(self.counter + step);
         }
+    }
+
+    /// Completes everything submitted (a held GPU included).
+    fn complete_all(&mut self) {
+        let v = self.submitted;
+        self.set_counter(v);
     }
 
     fn set_counter(&mut self, v: u64) {
@@ -93,6 +101,8 @@ impl SimGpu {
 /// A queue over the simulated GPU.
 struct SimBackend {
     pending: Vec<u64>,
+    /// How many of `pending` came through the lanes: coalesced items, not commands.
+    items: usize,
     gpu: Arc<Mutex<SimGpu>>,
     /// The value each submitted op went out with.
     op_value: Arc<Mutex<HashMap<u64, u64>>>,
@@ -128,7 +138,7 @@ impl Backend for SimBackend {
         self.pending.len()
     }
     fn pending_commands(&self) -> usize {
-        self.pending.len()
+        self.pending.len() - self.items
     }
     fn recorded_count(&self) -> usize {
         self.pending.len()
@@ -137,10 +147,12 @@ impl Backend for SimBackend {
         // The simulated items are ops, recorded like the others.
         let ops = batches.take_items::<SimKind>();
         assert_eq!(ops.len(), n, "every lane item is a simulated op");
+        self.items += ops.len();
         self.pending.extend(ops);
     }
     type Job = SimJob;
     fn begin_flush(&mut self) -> SimJob {
+        self.items = 0;
         SimJob { ops: std::mem::take(&mut self.pending), gpu: self.gpu.clone(), op_value: self.op_value.clone() }
     }
     fn run_flush(job: &mut SimJob) -> Result<FlushInfo> {
@@ -174,10 +186,12 @@ impl Backend for SimBackend {
     }
     fn abandon(&mut self) {
         self.pending.clear();
+        self.items = 0;
         lock(&self.gpu).in_flight.clear();
     }
     fn shutdown(&mut self, _bound: Duration) -> bool {
         self.pending.clear();
+        self.items = 0;
         let mut g = lock(&self.gpu);
         let lost = g.lost;
         if !lost {
@@ -447,8 +461,9 @@ fn sim_gpu(seed: u64, faults: &Faults) -> (Arc<Mutex<SimGpu>>, SimBackend) {
         calls: 0,
         lost: false,
         values: Vec::new(),
+        held: false,
     }));
-    let backend = SimBackend { pending: Vec::new(), gpu: gpu.clone(), op_value: Arc::default() };
+    let backend = SimBackend { pending: Vec::new(), items: 0, gpu: gpu.clone(), op_value: Arc::default() };
     (gpu, backend)
 }
 
@@ -680,4 +695,87 @@ fn a_wait_beside_a_lanes_item_does_not_spin() {
     let mut fourth_wait = SyncFuture::new(core.clone(), lock(&fourth.last).clone(), 0);
     assert!(Pin::new(&mut fourth_wait).poll(&mut cx).is_ready(), "a lone wait spins to its completion");
     assert!(core.stats().spin_ns > spun_before);
+}
+
+/// Group commit at the default depth of 2 (no executor loop): a group that holds coalesced
+/// items (the lanes' simulated items), fewer than `BEHIND_MIN`, waits for an idle GPU instead of
+/// going out behind the running submission; a group of commands alone goes behind it.
+#[test]
+fn a_small_group_of_items_waits_for_an_idle_gpu() {
+    let no_faults = Faults { fail_submit_per_mille: 0, timeout_per_mille: 0, lose_at_call: None };
+    let (gpu, backend) = sim_gpu(0x9e37_79b9_7f4a_7c15, &no_faults);
+    let core = QueueCore::new(
+        backend,
+        Options {
+            policy: WaitPolicy::All,
+            timeout: None,
+            max_pending: usize::MAX,
+            spin: Duration::from_millis(50),
+            adaptive: false,
+            flush: FlushPolicy::GroupCommit,
+            memory_bound: None,
+            group_bound: usize::MAX,
+            depth: 2,
+            shutdown: Duration::from_secs(10),
+            lanes: true,
+        },
+    );
+    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+    let push = |state: &ContextState, op: u64| {
+        core.record(state, |b| {
+            b.pending.push(op);
+            Ok(())
+        })
+        .unwrap()
+    };
+    let running = |gpu: &Arc<Mutex<SimGpu>>| lock(gpu).in_flight.len();
+    // The GPU completes only what the test completes.
+    lock(&gpu).held = true;
+    // One submission in flight; an item added now goes to a lane.
+    let first = Arc::new(ContextState::default());
+    push(&first, 1);
+    core.flush_now();
+    assert_eq!(running(&gpu), 1);
+    let laned = core.batch_in_lane(&Arc::default(), 0, &Arc::new(SimKind), 2, &mut cx);
+    let Ok((mut item_wait, Poll::Pending)) = laned else { panic!("the item went through a lane") };
+    let mut first_wait = SyncFuture::new(core.clone(), lock(&first.last).clone(), 0);
+    assert!(Pin::new(&mut first_wait).poll(&mut cx).is_pending());
+    // A job records a command and waits: its group holds the lane's item, so it does not go
+    // out behind the running submission.
+    let second = Arc::new(ContextState::default());
+    push(&second, 3);
+    let mut second_wait = SyncFuture::new(core.clone(), lock(&second.last).clone(), 0);
+    assert!(Pin::new(&mut second_wait).poll(&mut cx).is_pending());
+    assert_eq!(core.stats().submits, 1, "a group of one item waited for the running submission");
+    // Once the GPU is idle (seen by a read of the counter, as the driver's), the next wait
+    // submits the group, and every wait ends when it completes.
+    lock(&gpu).complete_all();
+    assert!(core.executor_spin(&SimWaiter(gpu.clone()), || false), "the first submission completed");
+    assert!(Pin::new(&mut first_wait).poll(&mut cx).is_ready());
+    let next = Arc::new(ContextState::default());
+    push(&next, 6);
+    let mut next_wait = SyncFuture::new(core.clone(), lock(&next.last).clone(), 0);
+    assert!(Pin::new(&mut next_wait).poll(&mut cx).is_pending());
+    assert_eq!(core.stats().submits, 2);
+    assert_eq!(running(&gpu), 1);
+    lock(&gpu).complete_all();
+    assert!(core.executor_spin(&SimWaiter(gpu.clone()), || false));
+    for w in [&mut second_wait, &mut next_wait] {
+        assert!(Pin::new(w).poll(&mut cx).is_ready());
+    }
+    assert!(Pin::new(&mut item_wait).poll(&mut cx).is_ready());
+    // Commands alone go out behind a running submission.
+    let third = Arc::new(ContextState::default());
+    push(&third, 4);
+    core.flush_now();
+    assert_eq!(running(&gpu), 1);
+    // (A wait on it, so that the next wait does not spin alone on the held GPU.)
+    let mut third_wait = SyncFuture::new(core.clone(), lock(&third.last).clone(), 0);
+    assert!(Pin::new(&mut third_wait).poll(&mut cx).is_pending());
+    let fourth = Arc::new(ContextState::default());
+    push(&fourth, 5);
+    let mut fourth_wait = SyncFuture::new(core.clone(), lock(&fourth.last).clone(), 0);
+    assert!(Pin::new(&mut fourth_wait).poll(&mut cx).is_pending());
+    assert_eq!(core.stats().submits, 4, "a group of commands went out behind the running one");
+    assert_eq!(running(&gpu), 2);
 }
