@@ -40,10 +40,10 @@
 //!   `staged-tokio-set` (only with `--modes`): `staged-tokio` over that set, connection `i`'s
 //!   records staged on device `i mod N`.
 //!
-//! Without `--connections`, `--records` or `--record-size` it runs two cases: 2,000 connections
-//! x 4 records of 16 KiB (100 connections on a CPU device such as lavapipe), the record size at
-//! which the coalesced GPU fronts come closest to RustCrypto on all cores of an H200's host,
-//! and 1,000 x 4 records of 1 KiB beside it, where the CPU is far ahead. For each case it prints
+//! Without `--connections`, `--records` or `--record-size` it runs two cases: 10,000 connections
+//! x 1 record of 16 KiB (400 connections on a CPU device such as lavapipe), where the coalesced
+//! GPU fronts beat RustCrypto on all cores of an H100's or H200's host, and 10,000 x 1 KiB beside
+//! it (4,000 on a CPU device), where the CPU is far ahead. For each case it prints
 //! a table (records/s and GB/s of plaintext of the median run, the slowest and fastest runs'
 //! GB/s, p50/p99 record latency, host CPU time per record, submits, dispatches, host waits per
 //! run), the comparison of the best GPU front with RustCrypto on all cores, and the stats lines;
@@ -65,9 +65,15 @@
 //! The other GPU modes force the GPU (`Offload::Gpu`). `--flush idle` makes the executor modes
 //! submit only when no task can run (`FlushPolicy::WhenIdle`) instead of by group commit.
 //!
+//! The coalesced fronts run on the GPU opened with copy queues
+//! (`DeviceBuilder::copy_queues`) where it has a transfer-only queue family, as a server that
+//! seals bulk records from many threads would open it; the naive modes (`blocking`,
+//! `waits-only`) run on the same GPU opened with the defaults, what a program gets without
+//! choosing. `--copy-queues off` runs every mode on the defaults.
+//!
 //! `cargo run --release --example tls_pipeline -- [--connections C] [--records R]
 //! [--record-size S] [--reps N] [--modes a,b,..] [--flush group|idle] [--workers W] [--gpus N]
-//! [--lanes L] [--csv FILE] [--runs-csv FILE]`
+//! [--lanes L] [--copy-queues on|off] [--csv FILE] [--runs-csv FILE]`
 
 #[path = "tls_pipeline/conns.rs"]
 mod conns;
@@ -137,24 +143,32 @@ struct Options {
     runs_csv: Option<String>,
     /// No workload was given: run the default cases.
     default_cases: bool,
+    /// `--copy-queues on|off` (default on): the coalesced fronts' device runs uploads and
+    /// read-backs on copy queues where the GPU has a transfer-only queue family.
+    copy_queues: bool,
 }
 
-/// Records of the default run's first case: the size at which the coalesced GPU fronts came
-/// closest to RustCrypto on all of an H200 host's 16 cores (0.78x with 4,000 connections of
-/// 16 KiB records; 0.46x at 64 KiB and 0.20x at 256 KiB, where each flush carries fewer
-/// records and the HMAC's one-thread-per-message chain is longer; `BENCHMARKS.md`).
+/// Records of the default run's first case: the size at which the coalesced GPU fronts beat
+/// RustCrypto on all of the host's cores (`BENCHMARKS.md`; at 64 KiB and 256 KiB each flush
+/// carries fewer records and the HMAC's one-thread-per-message chain is longer).
 const LARGE_RECORD: usize = 16 * 1024;
 
 /// The workloads to run, as (connections, records per connection, record bytes): the one given
-/// on the command line, or by default a large-record case (2,000 connections x 4 records of
-/// 16 KiB) and the small-record case beside it (1,000 connections x 4 records of 1 KiB), so
-/// that the tables show both where the GPU comes closest and where the CPU is far ahead. On a
-/// CPU device (lavapipe) the large case has 100 connections, to stay short.
+/// on the command line, or by default 10,000 connections x 1 record of 16 KiB, where the GPU
+/// wins, and the small-record case beside it (10,000 x 1 KiB), where the CPU does. One record
+/// per connection: a flush then carries records that lie together in staging memory, which the
+/// copy queues move as a few large copies; with several records per connection each flush's
+/// records are scattered, and the GPU fronts ran at 0.55–0.78x RustCrypto on all cores of an
+/// H100 host (2,000 x 4 x 16 KiB, `BENCHMARKS.md`). On a CPU device (lavapipe) the cases have
+/// 400 and 4,000 connections, to stay short.
 fn cases(o: &Options, on_cpu: bool) -> Vec<(usize, usize, usize)> {
     if !o.default_cases {
         return vec![(o.n_conns, o.n_records, o.size)];
     }
-    vec![(if on_cpu { 100 } else { 2000 }, 4, LARGE_RECORD), (1000, 4, 1024)]
+    match on_cpu {
+        true => vec![(400, 1, LARGE_RECORD), (4000, 1, 1024)],
+        false => vec![(10_000, 1, LARGE_RECORD), (10_000, 1, 1024)],
+    }
 }
 
 impl Options {
@@ -184,7 +198,28 @@ impl Options {
         };
         let csv = arg(args, "--csv");
         let runs_csv = arg(args, "--runs-csv");
-        Options { n_conns, n_records, size, reps, modes, cores, workers, flush, csv, runs_csv, default_cases }
+        let copy_queues = match arg(args, "--copy-queues").as_deref() {
+            None | Some("on") => true,
+            Some("off") => false,
+            Some(other) => {
+                eprintln!("--copy-queues: on or off, not {other:?}");
+                std::process::exit(2)
+            }
+        };
+        Options {
+            n_conns,
+            n_records,
+            size,
+            reps,
+            modes,
+            cores,
+            workers,
+            flush,
+            csv,
+            runs_csv,
+            default_cases,
+            copy_queues,
+        }
     }
 }
 
@@ -207,12 +242,17 @@ fn main() -> Result<(), Error> {
     steady_state_allocator();
     let args: Vec<String> = std::env::args().collect();
     let o = Options::parse(&args);
-    let device = Device::new()?;
-    let auto = Crypto::new(&device)?;
+    let devices = Devices::open(o.copy_queues)?;
+    let device = &devices.coalesced;
+    let auto = Crypto::new(device)?;
     let crypto = auto.clone().with_offload(Offload::Gpu);
+    let naive = match devices.naive.same_device(device) {
+        true => crypto.clone(),
+        false => Crypto::new(&devices.naive)?.with_offload(Offload::Gpu),
+    };
     let name = device.info().name.replace(',', ";");
     let on_cpu = device.info().device_type == vkasync::DeviceType::Cpu;
-    introduce(&o, &device, &auto);
+    introduce(&o, &devices, &auto);
     let mut csv = String::from(CSV_HEADER);
     let mut runs_csv = String::from(RUNS_CSV_HEADER);
     let mut set = None;
@@ -229,12 +269,13 @@ fn main() -> Result<(), Error> {
         let warm =
             Arc::new(conns.iter().take(4).map(|c| Conn { records: vec![vec![1; 64]], ..c.clone_keys() }).collect());
         run_executor(&crypto, &warm, true, o.flush, false)?;
-        run_executor(&crypto, &warm, false, o.flush, false)?;
-        run_blocking(&device, &crypto, &warm)?;
+        run_executor(&naive, &warm, false, o.flush, false)?;
+        run_blocking(&devices.naive, &naive, &warm)?;
         if set.is_none() && o.modes.iter().any(|m| m.ends_with("-tokio-set")) {
-            set = Some(open_set(&args, &device, &warm, o.workers)?);
+            set = Some(open_set(&args, device, &warm, o.workers)?);
         }
-        let (mut runs, rows) = measure(&o, &device, &crypto, &auto, set.as_ref(), &conns, &want)?;
+        let fronts = Fronts { naive: &naive, crypto: &crypto, auto: &auto };
+        let (mut runs, rows) = measure(&o, &devices.naive, fronts, set.as_ref(), &conns, &want)?;
         runs_csv += &rows;
         csv += &report(&o, &name, on_cpu, &mut runs);
     }
@@ -247,8 +288,40 @@ fn main() -> Result<(), Error> {
     Ok(())
 }
 
+/// The devices the modes run on: the naive patterns (`blocking`, `waits-only`) on the device as
+/// opened by default, what a program that does not choose gets; the coalesced fronts on the
+/// same GPU opened with copy queues (`DeviceBuilder::copy_queues`) where it has a transfer-only
+/// queue family and `--copy-queues` is on (the default), which is how a server that seals bulk
+/// records from many threads would open it (one device otherwise).
+struct Devices {
+    naive: Device,
+    coalesced: Device,
+}
+
+impl Devices {
+    fn open(copy_queues: bool) -> Result<Devices, Error> {
+        let naive = Device::builder().copy_queues(false).build()?;
+        let transfer_family = naive.info().queue_families.iter().any(|f| f.transfer && !f.compute && !f.graphics);
+        let coalesced = match copy_queues && transfer_family {
+            true => Device::builder().copy_queues(true).build()?,
+            false => naive.clone(),
+        };
+        Ok(Devices { naive, coalesced })
+    }
+}
+
+/// The `Crypto` each kind of mode uses: `naive` for the naive patterns (see [`Devices`]),
+/// `crypto` (the GPU forced) and `auto` (the default offload) for the coalesced fronts.
+#[derive(Clone, Copy)]
+struct Fronts<'a> {
+    naive: &'a Crypto,
+    crypto: &'a Crypto,
+    auto: &'a Crypto,
+}
+
 /// Prints the device and the settings.
-fn introduce(o: &Options, device: &Device, auto: &Crypto) {
+fn introduce(o: &Options, devices: &Devices, auto: &Crypto) {
+    let device = &devices.coalesced;
     let kind = device.info().device_type;
     let auto_rule = match auto.offload_threshold() {
         0 => "every flush on the GPU".to_string(),
@@ -259,9 +332,12 @@ fn introduce(o: &Options, device: &Device, auto: &Crypto) {
     };
     println!("device: {} ({})", device.info().name, describe(kind));
     println!("host cores: {}; flush policy {:?}; `auto` runs {auto_rule}", o.cores, o.flush);
-    if let Some(q) = device.copy_queues() {
-        // VKASYNC_COPY_QUEUES=1: uploads and read-backs on queues of their own.
-        println!("copy queues: on, {q:?}");
+    match device.copy_queues() {
+        Some(q) => println!(
+            "copy queues: on for the coalesced fronts ({q:?}); blocking and waits-only run on the device's \
+             defaults (--copy-queues off: every mode there)"
+        ),
+        None => println!("copy queues: off"),
     }
     if kind == vkasync::DeviceType::Cpu {
         println!(
@@ -293,12 +369,11 @@ fn open_set(
 }
 
 /// `reps` runs of every mode, the order rotating every repetition, each checked against `want`.
-/// `crypto` forces the GPU; `auto` chooses per flush.
+/// The naive modes run on `naive_device` (see [`Fronts`]).
 fn measure(
     o: &Options,
-    device: &Device,
-    crypto: &Crypto,
-    auto: &Crypto,
+    naive_device: &Device,
+    fronts: Fronts<'_>,
     set: Option<&(QueueSet, PerDevice<Crypto>)>,
     conns: &Arc<Vec<Conn>>,
     want: &[Vec<Sealed>],
@@ -306,14 +381,15 @@ fn measure(
     let mut runs_csv = String::new();
     let bytes = conns.iter().map(|c| c.records.iter().map(Vec::len).sum::<usize>()).sum::<usize>();
     let (modes, flush, workers) = (&o.modes, o.flush, o.workers);
+    let Fronts { naive, crypto, auto } = fronts;
     let mut runs: Vec<Vec<Run>> = modes.iter().map(|_| Vec::new()).collect();
     for rep in 0..o.reps {
         for k in 0..modes.len() {
             let m = (k + rep) % modes.len();
             let before = unix_ns();
             let run = match modes[m].as_str() {
-                "blocking" => run_blocking(device, crypto, conns)?,
-                "waits-only" => run_executor(crypto, conns, false, flush, false)?,
+                "blocking" => run_blocking(naive_device, naive, conns)?,
+                "waits-only" => run_executor(naive, conns, false, flush, false)?,
                 "coalesced" => run_executor(crypto, conns, true, flush, false)?,
                 "staged" => run_executor(crypto, conns, true, flush, true)?,
                 "auto" => run_executor(auto, conns, true, flush, false)?,

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The main example's defaults on a GPU host, as a newcomer runs them, with what every run must
+# record: `tls_pipeline` with no arguments (copy queues on for the coalesced fronts, the
+# default) and with `--copy-queues off`, alternating, ROUNDS (2) of each, every process alone;
+# the SM clock sampled every 50 ms beside every timed run's host clock (`--runs-csv`);
+# OpenSSL's AES-256-CTR and HMAC-SHA256 on one core and on every core, at 16 KiB and 1 KiB.
+# Everything goes to `$OUT/defaults.tgz`.
+#
+# Run on the device machine from the repository root, with the binary built here and carried
+# there (see `../shared/GPU.md`):
+#
+#   benchmarks/tools/defaults_gpu.sh .gpu/tls
+set -u
+[ $# -eq 1 ] || { echo "usage: $0 TLS_PIPELINE_BINARY" >&2; exit 2; }
+bin=$1
+OUT=${OUT:-/tmp/defaults-out}
+R=$OUT/defaults
+mkdir -p "$R"
+if ls .gl/*.deb > /dev/null 2>&1; then
+    for f in .gl/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+fi
+icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+[ -f "$icd" ] && export VK_DRIVER_FILES=$icd
+{ date -u; nproc; uname -r; nvidia-smi -L 2>&1; } > "$R/host.txt"
+clocks=""
+if command -v nvidia-smi > /dev/null; then
+    nvidia-smi --query-gpu=timestamp,clocks.sm,utilization.gpu --format=csv -lms 50 > "$R/clocks-50ms.csv" 2>&1 &
+    clocks=$!
+fi
+for round in $(seq 1 "${ROUNDS:-2}"); do
+    for cq in on off; do
+        "$bin" --copy-queues $cq --csv "$R/cq-$cq-$round.csv" --runs-csv "$R/cq-$cq-$round-runs.csv" \
+            > "$R/cq-$cq-$round.txt" 2>&1
+    done
+done
+[ -n "$clocks" ] && kill "$clocks"
+{
+    openssl version
+    for b in 16384 1024; do
+        for a in "-evp aes-256-ctr" "-hmac sha256"; do
+            one=$(openssl speed -seconds 1 $a -bytes $b 2>/dev/null | tail -1)
+            all=$(for p in $(seq "$(nproc)"); do openssl speed -seconds 1 $a -bytes $b 2>/dev/null | tail -1 & done; wait)
+            sum=$(awk '{gsub("k", "", $NF); s += $NF} END {printf "%.2f", s * 1000 / 1e9}' <<< "$all")
+            echo "$b B, $a: one core: $one; $(nproc) processes at once: $sum GB/s in all"
+        done
+    done
+} > "$R/openssl.txt" 2>&1
+(cd "$OUT" && tar czf defaults.tgz defaults && rm -rf defaults)
