@@ -153,11 +153,14 @@ impl DeviceBuilder {
     /// one; elsewhere (lavapipe) the same three parts go to the one queue. See
     /// [`Device::copy_queues`].
     ///
-    /// Turn it on for throughput from many threads: on an H200 (2026-12-05, `BENCHMARKS.md`),
-    /// 10,000 records of 16 KiB sealed from 16 tokio workers at 13.2–14.0 GB/s with it against
-    /// 9.2–11.0 without. It stays off by default because a submission then takes three queues'
-    /// hops: one job alone took 54–125 µs against 41–43, and the native executor, bound by
-    /// its one host thread, sealed 0.75–0.95× as fast.
+    /// Turn it on for throughput from many threads: 10,000 records of 16 KiB sealed from 16
+    /// tokio workers at 13.2–14.0 GB/s with it against 9.2–11.0 without on an H200, 13.6–14.2
+    /// against 9.9–10.6 on an H100 (2026-12-05, `BENCHMARKS.md`). Where the copy kernel is there
+    /// ([`DeviceBuilder::compute_copies`]), only copies of large regions take the copy queues
+    /// (scattered records' copies and small uploads stay with the kernels, which copy many
+    /// regions at once). It stays off by default because every submission still ends
+    /// with a batch on the output queue: one job alone took 44–68 µs with it against 36 without
+    /// on that H100.
     pub fn copy_queues(mut self, on: bool) -> Self {
         self.copy_queues = Some(on);
         self
