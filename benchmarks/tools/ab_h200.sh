@@ -79,17 +79,7 @@ fi
 [ -n "$clocks" ] && kill "$clocks"
 
 # OpenSSL on this host: one core, then one process per core at once (the sum is all cores).
-{
-    openssl version
-    for b in $SIZES; do
-        for a in "-evp aes-256-ctr" "-hmac sha256"; do
-            one=$(openssl speed -seconds 1 $a -bytes $b 2>/dev/null | tail -1)
-            all=$(for p in $(seq "$(nproc)"); do openssl speed -seconds 1 $a -bytes $b 2>/dev/null | tail -1 & done; wait)
-            sum=$(awk '{gsub("k", "", $NF); s += $NF} END {printf "%.2f", s * 1000 / 1e9}' <<< "$all")
-            echo "$b B, $a: one core: $one; $(nproc) processes at once: $sum GB/s in all"
-        done
-    done
-} > "$R/openssl.txt" 2>&1
+"$tools/openssl_speed.sh" $SIZES > "$R/openssl.txt" 2>&1
 
 # The summaries (`ab_summary.sh`), where this machine has Python; else run that script on the
 # unpacked archive.

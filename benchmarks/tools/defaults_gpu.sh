@@ -35,15 +35,5 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     done
 done
 [ -n "$clocks" ] && kill "$clocks"
-{
-    openssl version
-    for b in 16384 1024; do
-        for a in "-evp aes-256-ctr" "-hmac sha256"; do
-            one=$(openssl speed -seconds 1 $a -bytes $b 2>/dev/null | tail -1)
-            all=$(for p in $(seq "$(nproc)"); do openssl speed -seconds 1 $a -bytes $b 2>/dev/null | tail -1 & done; wait)
-            sum=$(awk '{gsub("k", "", $NF); s += $NF} END {printf "%.2f", s * 1000 / 1e9}' <<< "$all")
-            echo "$b B, $a: one core: $one; $(nproc) processes at once: $sum GB/s in all"
-        done
-    done
-} > "$R/openssl.txt" 2>&1
+"$(dirname "$0")/openssl_speed.sh" 16384 1024 > "$R/openssl.txt" 2>&1
 (cd "$OUT" && tar czf defaults.tgz defaults && rm -rf defaults)

@@ -633,38 +633,45 @@ fn items_added_while_the_gpu_is_busy_go_through_the_lanes() {
     assert!(stats.laned_items > 0, "{stats:?}");
 }
 
+/// The model of a `Queue` (group commit, lanes, no executor loop) at pipeline depth `depth`
+/// over a simulated GPU without faults, with a fixed spin of 50 ms.
+fn lanes_queue(depth: usize) -> (Arc<Mutex<SimGpu>>, Arc<QueueCore<SimBackend>>) {
+    let no_faults = Faults { fail_submit_per_mille: 0, timeout_per_mille: 0, lose_at_call: None };
+    let (gpu, backend) = sim_gpu(0x9e37_79b9_7f4a_7c15, &no_faults);
+    let options = Options {
+        policy: WaitPolicy::All,
+        timeout: None,
+        max_pending: usize::MAX,
+        spin: Duration::from_millis(50),
+        adaptive: false,
+        flush: FlushPolicy::GroupCommit,
+        memory_bound: None,
+        group_bound: usize::MAX,
+        depth,
+        shutdown: Duration::from_secs(10),
+        lanes: true,
+    };
+    (gpu, QueueCore::new(backend, options))
+}
+
+/// Records the simulated command `op` for a job of `state`.
+fn push_op(core: &QueueCore<SimBackend>, state: &ContextState, op: u64) {
+    core.record(state, |b| {
+        b.pending.push(op);
+        Ok(())
+    })
+    .unwrap()
+}
+
 /// A `Queue`'s wait that submits its own work spins for it only while nothing else waits: here
 /// a lane's item, added while a submission ran and taken in by this wait's flush, waits beside
 /// it, so the wait returns `Pending` at once instead of spinning (a thread that spins while
 /// others wait may be the one that would record theirs).
 #[test]
 fn a_wait_beside_a_lanes_item_does_not_spin() {
-    let no_faults = Faults { fail_submit_per_mille: 0, timeout_per_mille: 0, lose_at_call: None };
-    let (gpu, backend) = sim_gpu(0x9e37_79b9_7f4a_7c15, &no_faults);
-    let core = QueueCore::new(
-        backend,
-        Options {
-            policy: WaitPolicy::All,
-            timeout: None,
-            max_pending: usize::MAX,
-            spin: Duration::from_millis(50),
-            adaptive: false,
-            flush: FlushPolicy::GroupCommit,
-            memory_bound: None,
-            group_bound: usize::MAX,
-            depth: 1,
-            shutdown: Duration::from_secs(10),
-            lanes: true,
-        },
-    );
+    let (gpu, core) = lanes_queue(1);
     let mut cx = Context::from_waker(futures::task::noop_waker_ref());
-    let push = |state: &ContextState, op: u64| {
-        core.record(state, |b| {
-            b.pending.push(op);
-            Ok(())
-        })
-        .unwrap()
-    };
+    let push = |state: &ContextState, op: u64| push_op(&core, state, op);
     // A submission in flight: with a depth of 1 the GPU has no room, so an item goes to a lane.
     let first = Arc::new(ContextState::default());
     push(&first, 1);
@@ -702,32 +709,9 @@ fn a_wait_beside_a_lanes_item_does_not_spin() {
 /// going out behind the running submission; a group of commands alone goes behind it.
 #[test]
 fn a_small_group_of_items_waits_for_an_idle_gpu() {
-    let no_faults = Faults { fail_submit_per_mille: 0, timeout_per_mille: 0, lose_at_call: None };
-    let (gpu, backend) = sim_gpu(0x9e37_79b9_7f4a_7c15, &no_faults);
-    let core = QueueCore::new(
-        backend,
-        Options {
-            policy: WaitPolicy::All,
-            timeout: None,
-            max_pending: usize::MAX,
-            spin: Duration::from_millis(50),
-            adaptive: false,
-            flush: FlushPolicy::GroupCommit,
-            memory_bound: None,
-            group_bound: usize::MAX,
-            depth: 2,
-            shutdown: Duration::from_secs(10),
-            lanes: true,
-        },
-    );
+    let (gpu, core) = lanes_queue(2);
     let mut cx = Context::from_waker(futures::task::noop_waker_ref());
-    let push = |state: &ContextState, op: u64| {
-        core.record(state, |b| {
-            b.pending.push(op);
-            Ok(())
-        })
-        .unwrap()
-    };
+    let push = |state: &ContextState, op: u64| push_op(&core, state, op);
     let running = |gpu: &Arc<Mutex<SimGpu>>| lock(gpu).in_flight.len();
     // The GPU completes only what the test completes.
     lock(&gpu).held = true;
