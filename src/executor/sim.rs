@@ -663,6 +663,14 @@ fn push_op(core: &QueueCore<SimBackend>, state: &ContextState, op: u64) {
     .unwrap()
 }
 
+/// A job that records the simulated command `op`, and its wait (not yet polled).
+fn job_wait(core: &Arc<QueueCore<SimBackend>>, op: u64) -> SyncFuture<SimBackend> {
+    let state = ContextState::default();
+    push_op(core, &state, op);
+    let epoch = lock(&state.last).clone();
+    SyncFuture::new(core.clone(), epoch, 0)
+}
+
 /// A `Queue`'s wait that submits its own work spins for it only while nothing else waits: here
 /// a lane's item, added while a submission ran and taken in by this wait's flush, waits beside
 /// it, so the wait returns `Pending` at once instead of spinning (a thread that spins while
@@ -726,9 +734,7 @@ fn a_small_group_of_items_waits_for_an_idle_gpu() {
     assert!(Pin::new(&mut first_wait).poll(&mut cx).is_pending());
     // A job records a command and waits: its group holds the lane's item, so it does not go
     // out behind the running submission.
-    let second = Arc::new(ContextState::default());
-    push(&second, 3);
-    let mut second_wait = SyncFuture::new(core.clone(), lock(&second.last).clone(), 0);
+    let mut second_wait = job_wait(&core, 3);
     assert!(Pin::new(&mut second_wait).poll(&mut cx).is_pending());
     assert_eq!(core.stats().submits, 1, "a group of one item waited for the running submission");
     // Once the GPU is idle (seen by a read of the counter, as the driver's), the next wait
@@ -736,9 +742,7 @@ fn a_small_group_of_items_waits_for_an_idle_gpu() {
     lock(&gpu).complete_all();
     assert!(core.executor_spin(&SimWaiter(gpu.clone()), || false), "the first submission completed");
     assert!(Pin::new(&mut first_wait).poll(&mut cx).is_ready());
-    let next = Arc::new(ContextState::default());
-    push(&next, 6);
-    let mut next_wait = SyncFuture::new(core.clone(), lock(&next.last).clone(), 0);
+    let mut next_wait = job_wait(&core, 6);
     assert!(Pin::new(&mut next_wait).poll(&mut cx).is_pending());
     assert_eq!(core.stats().submits, 2);
     assert_eq!(running(&gpu), 1);
@@ -749,16 +753,12 @@ fn a_small_group_of_items_waits_for_an_idle_gpu() {
     }
     assert!(Pin::new(&mut item_wait).poll(&mut cx).is_ready());
     // Commands alone go out behind a running submission.
-    let third = Arc::new(ContextState::default());
-    push(&third, 4);
+    let mut third_wait = job_wait(&core, 4);
     core.flush_now();
     assert_eq!(running(&gpu), 1);
-    // (A wait on it, so that the next wait does not spin alone on the held GPU.)
-    let mut third_wait = SyncFuture::new(core.clone(), lock(&third.last).clone(), 0);
+    // (The wait on it, so that the next wait does not spin alone on the held GPU.)
     assert!(Pin::new(&mut third_wait).poll(&mut cx).is_pending());
-    let fourth = Arc::new(ContextState::default());
-    push(&fourth, 5);
-    let mut fourth_wait = SyncFuture::new(core.clone(), lock(&fourth.last).clone(), 0);
+    let mut fourth_wait = job_wait(&core, 5);
     assert!(Pin::new(&mut fourth_wait).poll(&mut cx).is_pending());
     assert_eq!(core.stats().submits, 4, "a group of commands went out behind the running one");
     assert_eq!(running(&gpu), 2);
