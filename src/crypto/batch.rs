@@ -86,8 +86,9 @@ pub(crate) struct HashPart {
 pub(crate) struct ItemState {
     slot: Slot,
     error: OnceLock<Error>,
-    /// The flush's submission value (0 until submitted).
-    value: OnceLock<Arc<AtomicU64>>,
+    /// The flush's submission value (0 until submitted; `NOTHING_TO_SUBMIT` if the flush held
+    /// no command), stored by [`CryptoBatch`]'s `submitted`.
+    value: AtomicU64,
     /// Computed on the host when the flush was encoded (the offload).
     host_done: AtomicBool,
 }
@@ -103,7 +104,7 @@ pub(crate) struct Item {
 impl Item {
     pub fn new(slot: Slot) -> Self {
         let state =
-            ItemState { slot, error: OnceLock::new(), value: OnceLock::new(), host_done: AtomicBool::new(false) };
+            ItemState { slot, error: OnceLock::new(), value: AtomicU64::new(0), host_done: AtomicBool::new(false) };
         Item { mac_first: SmallVec::new(), aes: SmallVec::new(), hashes: SmallVec::new(), state: Arc::new(state) }
     }
 
@@ -174,7 +175,7 @@ impl Drop for Item {
     /// command list dropped, a queue closed or a device lost before the flush) never reaches
     /// the GPU: its caller is told so, instead of waiting for ever.
     fn drop(&mut self) {
-        if self.state.value.get().is_none() && !self.state.host_done.load(Ordering::Acquire) {
+        if self.state.value.load(Ordering::Acquire) == 0 && !self.state.host_done.load(Ordering::Acquire) {
             let _ = self.state.error.set(Error::SubmitFailed(
                 "the work was discarded before it was submitted (its recording was dropped)".into(),
             ));
@@ -246,7 +247,7 @@ impl Ticket {
         if self.state.host_done.load(Ordering::Acquire) {
             return Ok(Some(true));
         }
-        let value = self.state.value.get().map_or(0, |v| v.load(Ordering::Acquire));
+        let value = self.state.value.load(Ordering::Acquire);
         if value == 0 {
             return Ok(None);
         }
@@ -604,12 +605,10 @@ impl BatchKind for CryptoBatch {
             }
             return Ok(());
         }
-        let completion = enc.completion();
         let mut groups: Vec<(Arc<crate::record::staging::StagingBlock>, Group)> = Vec::new();
         let mut group_ix: IdMap<usize, usize> = IdMap::default();
         let mut last: Option<(usize, usize)> = None;
         for it in items.iter() {
-            let _ = it.state.value.set(completion.clone());
             let slot = it.slot();
             let ptr = Arc::as_ptr(&slot.chunk) as usize;
             // Consecutive items mostly share a chunk: skip the map then.
@@ -681,6 +680,16 @@ impl BatchKind for CryptoBatch {
     fn fail(&self, items: Vec<Item>, error: &Error) {
         for it in items {
             let _ = it.state.error.set(error.clone());
+        }
+    }
+
+    /// Each item learns its flush's value here, after the submission, with a plain store: in
+    /// `encode` it cost an atomic read-modify-write on memory the adding thread had written,
+    /// which waits for that cache line, per item, ahead of the submission (about half of the
+    /// flushing thread's 0.27 µs per item on an H100 host at 1 KiB records).
+    fn submitted(&self, items: &[Item], value: u64) {
+        for it in items {
+            it.state.value.store(value, Ordering::Release);
         }
     }
 }

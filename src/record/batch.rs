@@ -22,7 +22,9 @@
 //!    recorded before the error still runs (it only touched its own buffers). The other
 //!    kinds and the tasks' own commands are not affected.
 //! 4. The work of the items completes with the flush's timeline value, so one host wait covers
-//!    it together with everything else in the flush.
+//!    it together with everything else in the flush. Right after the submission, before any
+//!    wait can see it complete, [`BatchKind::submitted`] tells the kind that value (or that the
+//!    flush held no command); the items stay alive until the flush has completed.
 //!
 //! An item must be self-contained: it may not depend on commands the task recorded before it
 //! in the same epoch (the batch is encoded before them, in its own phases), and the task must
@@ -95,6 +97,15 @@ pub trait BatchKind: Send + Sync + 'static {
 
     /// `encode` failed with `error`: tell each item (they will not run).
     fn fail(&self, items: Vec<Self::Item>, error: &Error);
+
+    /// The flush that carried `items` (encoded without error) was submitted with the timeline
+    /// value `value`, or turned out to hold no command at all (`value` is `u64::MAX`). Called on
+    /// the submitting thread right after the submission, before any wait can see the flush
+    /// complete, so that each item may learn its value there rather than in `encode`, ahead of
+    /// the submission. The items are dropped once the flush completed. Default: nothing.
+    fn submitted(&self, items: &[Self::Item], value: u64) {
+        let _ = (items, value);
+    }
 }
 
 /// Records a batch's commands into the flush being encoded. It offers the recording vocabulary
@@ -128,14 +139,6 @@ impl Encoder<'_> {
         self.rec.host_read = true;
     }
 
-    #[cfg_attr(not(feature = "crypto"), allow(dead_code))] // used by the crypto module
-    /// A cell that holds the flush's timeline value once it is submitted (0 before; it stays 0
-    /// if the flush is dropped unsubmitted). Items keep it to tell when their results are
-    /// ready.
-    pub(crate) fn completion(&mut self) -> Arc<std::sync::atomic::AtomicU64> {
-        self.rec.completion()
-    }
-
     /// Records a dispatch (checked like [`Recorder::dispatch`](crate::Recorder::dispatch)).
     pub fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], args: &[Arg], push: &[u8]) -> Result<()> {
         self.rec.dispatch(kernel, groups, args, push)
@@ -147,8 +150,11 @@ pub(crate) trait Gathered: Send {
     /// The kind's identity (its `Arc`'s address).
     fn key(&self) -> usize;
     fn as_any(&mut self) -> &mut dyn Any;
-    /// Encodes the items into `rec` (see the protocol).
-    fn encode(self: Box<Self>, rec: &mut Recording);
+    /// Encodes the items into `rec` (see the protocol); they stay here until the recording is
+    /// dropped.
+    fn encode(&mut self, rec: &mut Recording);
+    /// The recording was submitted with `value` (see [`BatchKind::submitted`]).
+    fn submitted(&mut self, value: u64);
     /// Adds the items to those of the same kind in `into` (or adds them as a new kind).
     fn merge_into(self: Box<Self>, into: &mut Vec<Box<dyn Gathered>>);
 }
@@ -165,13 +171,15 @@ impl<K: BatchKind> Gathered for Items<K> {
     fn as_any(&mut self) -> &mut dyn Any {
         self
     }
-    fn encode(self: Box<Self>, rec: &mut Recording) {
-        let Items { kind, mut items } = *self;
+    fn encode(&mut self, rec: &mut Recording) {
         let mut enc = Encoder { rec };
-        if let Err(e) = kind.encode(&mut items, &mut enc) {
-            log::warn!("vkasync: a batch of {} item(s) failed to encode: {e}", items.len());
-            kind.fail(items, &e);
+        if let Err(e) = self.kind.encode(&mut self.items, &mut enc) {
+            log::warn!("vkasync: a batch of {} item(s) failed to encode: {e}", self.items.len());
+            self.kind.fail(std::mem::take(&mut self.items), &e);
         }
+    }
+    fn submitted(&mut self, value: u64) {
+        self.kind.submitted(&self.items, value);
     }
     fn merge_into(self: Box<Self>, into: &mut Vec<Box<dyn Gathered>>) {
         let key = self.key();
@@ -205,6 +213,16 @@ impl Batches {
     pub fn merge(&mut self, other: Batches) {
         for g in other.0 {
             g.merge_into(&mut self.0);
+        }
+    }
+    /// Keeps `encoded`'s items (see [`Gathered::encode`]).
+    pub fn keep(&mut self, encoded: Box<dyn Gathered>) {
+        self.0.push(encoded);
+    }
+    /// Tells every kind that the recording was submitted with `value`.
+    pub fn submitted(&mut self, value: u64) {
+        for g in &mut self.0 {
+            g.submitted(value);
         }
     }
     /// How many kinds hold items.

@@ -74,9 +74,9 @@ pub(crate) struct Recording {
     pub(crate) batches: Batches,
     /// Items in `batches`.
     batch_items: usize,
-    /// Set to the submission's timeline value by `mark_submitted` (see
-    /// [`crate::record::batch::Encoder::completion`]).
-    completion: Option<Arc<std::sync::atomic::AtomicU64>>,
+    /// The encoded batches' items, told the submission's value by `mark_submitted` and kept
+    /// until the recording is dropped (see [`crate::record::batch::BatchKind::submitted`]).
+    encoded: Batches,
     /// Fresh buffers whose clear `encode` took (see "Clearing new buffers").
     pub(super) cleared: Vec<Arc<RawBuffer>>,
     /// Buffers the encoded commands use besides the ops' (the copy kernel's region tables),
@@ -182,7 +182,7 @@ impl Recording {
             host_read: false,
             batches: Default::default(),
             batch_items: 0,
-            completion: None,
+            encoded: Batches::default(),
             cleared: Vec::new(),
             held: Vec::new(),
             submitted: false,
@@ -215,18 +215,10 @@ impl Recording {
         self.ops.len() + self.batch_items
     }
 
-    /// The cell that receives this recording's timeline value when it is submitted
-    /// ([`NOTHING_TO_SUBMIT`] if it turned out to hold no command).
-    pub(crate) fn completion(&mut self) -> Arc<std::sync::atomic::AtomicU64> {
-        self.completion.get_or_insert_with(Default::default).clone()
-    }
-
     /// The recording held no command once its batches were encoded, and is dropped instead of
     /// submitted: its batch items are complete as they are.
     pub(crate) fn mark_nothing_to_submit(&mut self) {
-        if let Some(c) = &self.completion {
-            c.store(NOTHING_TO_SUBMIT, Ordering::Release);
-        }
+        self.encoded.submitted(NOTHING_TO_SUBMIT);
     }
 
     /// Adds an item of a batch kind (see [`crate::record::batch`]).
@@ -270,9 +262,7 @@ impl Recording {
         for b in self.cleared.drain(..) {
             b.clear_submitted();
         }
-        if let Some(c) = &self.completion {
-            c.store(value, Ordering::Release);
-        }
+        self.encoded.submitted(value);
         self.submitted = true;
     }
 
@@ -498,8 +488,9 @@ impl Recording {
     /// [`crate::record::batch`]). Done by `encode` if not before.
     pub(crate) fn encode_batches(&mut self) {
         self.batch_items = 0;
-        for b in self.batches.take() {
+        for mut b in self.batches.take() {
             b.encode(self);
+            self.encoded.keep(b);
         }
     }
 }
