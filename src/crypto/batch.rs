@@ -99,13 +99,30 @@ pub(crate) struct Item {
     pub aes: SmallVec<[AesPart; 1]>,
     pub hashes: SmallVec<[HashPart; 1]>,
     pub state: Arc<ItemState>,
+    /// Where the slot lies, kept beside the parts: the flush reads the items in order, while
+    /// each state was written by the thread that added the item (a load from another core's
+    /// cache per item), so `encode` reads no state but a chunk's first item's.
+    at: SlotAt,
+}
+
+/// An item's slot: its chunk's identity (the `Arc`'s address), its offset and length in the
+/// chunk, and whether the chunk has a host side to copy from and back to (a discrete GPU).
+#[derive(Debug, Clone, Copy)]
+struct SlotAt {
+    chunk: usize,
+    offset: u64,
+    len: u64,
+    home: bool,
 }
 
 impl Item {
     pub fn new(slot: Slot) -> Self {
+        let chunk = Arc::as_ptr(&slot.chunk) as usize;
+        let at = SlotAt { chunk, offset: slot.offset, len: slot.len, home: slot.chunk.home.is_some() };
         let state =
             ItemState { slot, error: OnceLock::new(), value: AtomicU64::new(0), host_done: AtomicBool::new(false) };
-        Item { mac_first: SmallVec::new(), aes: SmallVec::new(), hashes: SmallVec::new(), state: Arc::new(state) }
+        let (mac_first, aes, hashes) = (SmallVec::new(), SmallVec::new(), SmallVec::new());
+        Item { mac_first, aes, hashes, state: Arc::new(state), at }
     }
 
     /// The item's staging slot.
@@ -609,31 +626,30 @@ impl BatchKind for CryptoBatch {
         let mut group_ix: IdMap<usize, usize> = IdMap::default();
         let mut last: Option<(usize, usize)> = None;
         for it in items.iter() {
-            let slot = it.slot();
-            let ptr = Arc::as_ptr(&slot.chunk) as usize;
+            let SlotAt { chunk, offset, len, home } = it.at;
             // Consecutive items mostly share a chunk: skip the map then.
             let g = match last {
-                Some((p, g)) if p == ptr => g,
-                _ => *group_ix.entry(ptr).or_insert_with(|| {
-                    groups.push((slot.chunk.clone(), lock(&self.spare).group()));
+                Some((p, g)) if p == chunk => g,
+                _ => *group_ix.entry(chunk).or_insert_with(|| {
+                    groups.push((it.slot().chunk.clone(), lock(&self.spare).group()));
                     groups.len() - 1
                 }),
             };
-            last = Some((ptr, g));
+            last = Some((chunk, g));
             let group = &mut groups[g].1;
             for p in &it.mac_first {
-                group.mac_first.push(Group::hash_row(slot.offset, p)?);
+                group.mac_first.push(Group::hash_row(offset, p)?);
                 group.mac_first_max = group.mac_first_max.max(p.len);
             }
             for p in it.aes.iter().filter(|p| p.len > 0) {
-                group.aes_rows(slot.offset, p)?;
+                group.aes_rows(offset, p)?;
             }
             for p in &it.hashes {
-                group.hashes.push(Group::hash_row(slot.offset, p)?);
+                group.hashes.push(Group::hash_row(offset, p)?);
                 group.hashes_max = group.hashes_max.max(p.len);
             }
-            if slot.chunk.home.is_some() {
-                group.home.push((slot.offset, slot.len));
+            if home {
+                group.home.push((offset, len));
             }
         }
         let device = enc.device().clone();
