@@ -299,6 +299,8 @@ fn staging_memory_is_reused_across_flushes() {
 /// real kind would gather the items into one table and one dispatch).
 struct MixOnce {
     kernel: Kernel,
+    /// What `submitted` was told: (items, value) per flush.
+    submitted: std::sync::Mutex<Vec<(usize, u64)>>,
 }
 
 impl BatchKind for MixOnce {
@@ -315,6 +317,9 @@ impl BatchKind for MixOnce {
         for (_, slot) in items {
             *slot.lock().unwrap() = Some(error.clone());
         }
+    }
+    fn submitted(&self, items: &[Self::Item], value: u64) {
+        self.submitted.lock().unwrap().push((items.len(), value));
     }
 }
 
@@ -337,7 +342,8 @@ impl BatchKind for Broken {
 #[test]
 fn a_users_own_kind_joins_and_a_failing_kind_fails_only_its_items() {
     let device = device();
-    let kind = Arc::new(MixOnce { kernel: Kernel::new(&device, &kernels::MIX).unwrap() });
+    let kind =
+        Arc::new(MixOnce { kernel: Kernel::new(&device, &kernels::MIX).unwrap(), submitted: Default::default() });
     let broken = Arc::new(Broken);
     let exec = Executor::new(&device).unwrap();
     let mut handles = Vec::new();
@@ -369,6 +375,13 @@ fn a_users_own_kind_joins_and_a_failing_kind_fails_only_its_items() {
         ok
     });
     assert_eq!(ok, 20);
+    // Each flush that carried the kind's items told it its timeline value, once, after the
+    // submission: every item in exactly one of them.
+    let told = kind.submitted.lock().unwrap().clone();
+    assert_eq!(told.iter().map(|&(n, _)| n).sum::<usize>(), 20, "{told:?}");
+    let last = device.last_submitted();
+    assert!(told.iter().all(|&(n, v)| n > 0 && v > 0 && v <= last), "{told:?} (last submitted {last})");
+    assert!(told.windows(2).all(|w| w[0].1 < w[1].1), "one call per flush, in order: {told:?}");
     drop(exec);
     finish(device);
 }
