@@ -699,10 +699,11 @@ impl BatchKind for CryptoBatch {
         }
     }
 
-    /// Each item learns its flush's value here, after the submission, with a plain store: in
-    /// `encode` it cost an atomic read-modify-write on memory the adding thread had written,
-    /// which waits for that cache line, per item, ahead of the submission (about half of the
-    /// flushing thread's 0.27 µs per item on an H100 host at 1 KiB records).
+    /// Each item learns its flush's value here, after the submission, with a plain store. In
+    /// `encode` it was an atomic update of memory the adding thread had written, ahead of the
+    /// submission; without it, and with each slot's place read from the item, `encode` reads no
+    /// item's state: the flushing thread's time per item went from 336 to 243 ns on an H100
+    /// host at 1 KiB records (`BENCHMARKS.md`).
     fn submitted(&self, items: &[Item], value: u64) {
         for it in items {
             it.state.value.store(value, Ordering::Release);
