@@ -301,11 +301,14 @@ struct Devices {
 impl Devices {
     fn open(copy_queues: bool) -> Result<Devices, Error> {
         let naive = Device::builder().copy_queues(false).build()?;
-        let transfer_family = naive.info().queue_families.iter().any(|f| f.transfer && !f.compute && !f.graphics);
-        let coalesced = match copy_queues && transfer_family {
-            true => Device::builder().copy_queues(true).build()?,
-            false => naive.clone(),
+        // Kept where the device puts uploads on a queue of their own (a transfer-only family).
+        let with_copy_queues = match copy_queues {
+            true => Some(Device::builder().copy_queues(true).build()?),
+            false => None,
         };
+        let coalesced = with_copy_queues
+            .filter(|d| d.copy_queues().is_some_and(|q| q.separate_input))
+            .unwrap_or_else(|| naive.clone());
         Ok(Devices { naive, coalesced })
     }
 }
