@@ -2,7 +2,8 @@
 //! own keys (AES-CTR, then HMAC-SHA256 over nonce and ciphertext), host memory to host memory,
 //! every record verified against the RustCrypto crates composed the same way.
 //!
-//! Modes, each timed in the same run (interleaved, median of `--reps`):
+//! Modes, each timed in the same run (interleaved, median of `--reps`, after `--warmup` untimed
+//! runs of every mode, 1 by default):
 //! - `blocking`: the naive GPU pattern, one call after another, each synchronising on its own
 //!   (`Crypto::aes_ctr_blocking`, then `Crypto::hmac_sha256_many_blocking` of nonce and
 //!   ciphertext): two submits and two host waits per record;
@@ -72,8 +73,8 @@
 //! choosing. `--copy-queues off` runs every mode on the defaults.
 //!
 //! `cargo run --release --example tls_pipeline -- [--connections C] [--records R]
-//! [--record-size S] [--reps N] [--modes a,b,..] [--flush group|idle] [--workers W] [--gpus N]
-//! [--lanes L] [--copy-queues on|off] [--csv FILE] [--runs-csv FILE]`
+//! [--record-size S] [--reps N] [--warmup N] [--modes a,b,..] [--flush group|idle] [--workers W]
+//! [--gpus N] [--lanes L] [--copy-queues on|off] [--csv FILE] [--runs-csv FILE]`
 
 #[path = "tls_pipeline/conns.rs"]
 mod conns;
@@ -134,6 +135,8 @@ struct Options {
     n_records: usize,
     size: usize,
     reps: usize,
+    /// Untimed runs of every mode before the timed ones (see [`measure`]).
+    warmup: usize,
     modes: Vec<String>,
     cores: usize,
     workers: usize,
@@ -178,6 +181,7 @@ impl Options {
         let n_records = num(args, "--records", 4usize).max(1);
         let size = num(args, "--record-size", 1024);
         let reps = num(args, "--reps", 3usize).max(1);
+        let warmup = num(args, "--warmup", 1usize);
         let modes: Vec<String> = arg(args, "--modes").map_or_else(
             || MODES.iter().map(|m| m.to_string()).collect(),
             |m| m.split(',').map(String::from).collect(),
@@ -211,6 +215,7 @@ impl Options {
             n_records,
             size,
             reps,
+            warmup,
             modes,
             cores,
             workers,
@@ -260,8 +265,9 @@ fn main() -> Result<(), Error> {
         let o = Options { n_conns, n_records, size, ..o.clone() };
         println!(
             "\n{} connections x {} records of {} B, AES-256-CTR then HMAC-SHA256 (own keys per \
-             connection); median of {} runs per mode, every record verified against RustCrypto",
-            o.n_conns, o.n_records, o.size, o.reps
+             connection); median of {} runs per mode after {} untimed, every record verified against \
+             RustCrypto",
+            o.n_conns, o.n_records, o.size, o.reps, o.warmup
         );
         let conns: Arc<Vec<Conn>> = Arc::new(connections(o.n_conns, o.n_records, o.size));
         let want = reference(&conns, o.cores);
@@ -371,8 +377,12 @@ fn open_set(
     Ok((set, cryptos))
 }
 
-/// `reps` runs of every mode, the order rotating every repetition, each checked against `want`.
-/// The naive modes run on `naive_device` (see [`Fronts`]).
+/// `warmup` untimed runs of every mode, then `reps` timed ones, the order rotating every
+/// repetition, each checked against `want`. The naive modes run on `naive_device` (see
+/// [`Fronts`]). A mode's first run in the process pays what a server pays once: the pages of
+/// its staging memory and of its threads' heaps faulted in, its runtime's memory grown (on an
+/// H100's host, the first of nine runs of `staged-shares` at 10,000 records of 1 KiB was the
+/// slowest in every process, at 0.5–0.95 GB/s against 1.4–2.0 for the last ones).
 fn measure(
     o: &Options,
     naive_device: &Device,
@@ -386,7 +396,7 @@ fn measure(
     let (modes, flush, workers) = (&o.modes, o.flush, o.workers);
     let Fronts { naive, crypto, auto } = fronts;
     let mut runs: Vec<Vec<Run>> = modes.iter().map(|_| Vec::new()).collect();
-    for rep in 0..o.reps {
+    for rep in 0..o.warmup + o.reps {
         for k in 0..modes.len() {
             let m = (k + rep) % modes.len();
             let before = unix_ns();
@@ -412,20 +422,24 @@ fn measure(
                 "cpu-1" => run_cpu(conns, 1),
                 _ => run_cpu(conns, o.cores),
             };
-            runs_csv += &format!(
-                "{},{},{},{},{rep},{before},{},{:.3},{:.4}\n",
-                modes[m],
-                o.n_conns,
-                o.n_records,
-                o.size,
-                unix_ns(),
-                run.wall.as_secs_f64() * 1e3,
-                bytes as f64 / run.wall.as_secs_f64() / 1e9
-            );
             if run.out != want {
                 eprintln!("{}: a sealed record differs from RustCrypto's", modes[m]);
                 std::process::exit(1);
             }
+            if rep < o.warmup {
+                continue;
+            }
+            let after = unix_ns();
+            let rep = rep - o.warmup;
+            runs_csv += &format!(
+                "{},{},{},{},{rep},{before},{after},{:.3},{:.4}\n",
+                modes[m],
+                o.n_conns,
+                o.n_records,
+                o.size,
+                run.wall.as_secs_f64() * 1e3,
+                bytes as f64 / run.wall.as_secs_f64() / 1e9
+            );
             // Checked: its buffers go back to the allocator, for the next run to reuse (a server
             // reuses its memory; fresh pages would fault in inside the next timed run).
             let run = Run { out: Vec::new(), ..run };
