@@ -52,13 +52,9 @@ auto_s=$((left < 200 ? left / 2 : (left - 90 < 150 ? left - 90 : 150)))
 export R=$OUT/r
 mkdir -p "$R/tasks" "$R/auto/csv" "$R/auto/runs"
 cp "$0" .gpu/commits.txt "$R/" 2> /dev/null
-icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-[ -f $icd ] && export VK_DRIVER_FILES=$icd
-clocks=""
-if command -v nvidia-smi > /dev/null; then
-    nvidia-smi --query-gpu=timestamp,clocks.sm,utilization.gpu --format=csv -lms 50 > "$R/clocks-50ms.csv" 2>&1 &
-    clocks=$!
-fi
+# shellcheck source=gpu_env.sh
+. benchmarks/tools/gpu_env.sh
+clocks_start "$R/clocks-50ms.csv"
 timeout $tasks_s bash -c '
 for r in 1 2 3; do
     for cq in 0 1; do

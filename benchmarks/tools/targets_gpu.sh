@@ -33,13 +33,9 @@ ROUNDS=1 OUT=$OUT timeout 150 "$tools/defaults_gpu.sh" .gpu/tls
 export R=$OUT/r
 mkdir -p "$R/tasks" "$R/auto/csv" "$R/auto/runs"
 cp .gpu/commits.txt "$R/" 2> /dev/null
-icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-[ -f $icd ] && export VK_DRIVER_FILES=$icd
-clocks=""
-if command -v nvidia-smi > /dev/null; then
-    nvidia-smi --query-gpu=timestamp,clocks.sm,utilization.gpu --format=csv -lms 50 > "$R/clocks-50ms.csv" 2>&1 &
-    clocks=$!
-fi
+# shellcheck source=gpu_env.sh
+. "$tools/gpu_env.sh"
+clocks_start "$R/clocks-50ms.csv"
 timeout 45 bash -c '
 for r in 1 2 3; do
     .gpu/bt --modes raw-batch,executor,tokio --tasks 1,1000 --reps 15 --out $R/tasks/$r > $R/tasks/$r.txt 2>&1
