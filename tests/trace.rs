@@ -389,6 +389,15 @@ fn queue_trace_from_threads() {
     let _ = std::fs::remove_file(&path);
     assert_eq!(dispatches(&spans(&events, 2, "gpu"), "mix"), 20);
     assert!(async_spans(&events, "await").iter().all(|(_, _, a)| a["ctx"].as_u64().unwrap() > 0));
+    // The driver's sleeps (it starts with nothing to do, and is woken at the latest to close):
+    // all on its thread, none of them inside one of its GPU waits.
+    let sleeps = spans(&events, 1, "driver");
+    assert!(sleeps.iter().any(|s| s.name == "sleep"), "no sleep span");
+    assert!(sleeps.iter().all(|s| s.track == sleeps[0].track && s.end >= s.ts));
+    let waits: Vec<_> = spans(&events, 1, "wait").into_iter().filter(|w| w.track == sleeps[0].track).collect();
+    for s in &sleeps {
+        assert!(waits.iter().all(|w| w.end <= s.ts + 0.01 || w.ts >= s.end - 0.01), "a sleep inside a wait");
+    }
     check_gpu_inside_host(&events);
     common::finish(device);
 }

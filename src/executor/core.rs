@@ -1231,9 +1231,13 @@ impl<B: Backend> QueueCore<B> {
                             continue;
                         }
                     }
+                    let started = Instant::now();
                     st = st.wait_on(&self.driver_cv);
                     self.driver_asleep.store(false, Ordering::SeqCst);
                     self.driver_idle.store(false, Ordering::SeqCst);
+                    if let Some(t) = &self.trace {
+                        t.span(HostKind::Sleep, started, &[]);
+                    }
                 }
                 Action::Sleep => {
                     drop(st);
@@ -1708,7 +1712,11 @@ impl<B: Backend> SyncFuture<B> {
         };
         let waiter = st.backend.waiter();
         drop(st);
+        let started = Instant::now();
         let (reached, took) = core.spin_on(&waiter, value, budget, || false);
+        if let Some(t) = &core.trace {
+            t.span(HostKind::Spin, started, &[value, matches!(reached, Ok(Some(_))) as u64]);
+        }
         let mut st = core.lock();
         let Ok(Some(c)) = reached else {
             return Err(st);

@@ -78,7 +78,8 @@ pub(crate) enum HostKind {
     Submit,
     /// A host wait (spin, then block): value, queue.
     Wait,
-    /// An executor's spin before it parks: value, reached, queue.
+    /// A spin on the counter: an executor's before it parks, or a lone job's for its own
+    /// submission: value, reached, queue.
     Spin,
     /// An await that had to wait (async): ctx, ok, task (0: none).
     Await,
@@ -89,10 +90,13 @@ pub(crate) enum HostKind {
     /// Waking the tasks whose work completed or failed (or that may go on), after a wait or a
     /// flush: wakers, queue.
     Wake,
+    /// A driver thread asleep until it is notified (no GPU wait: nothing to submit or wait for
+    /// when it went to sleep), from its decision to its waking: queue.
+    Sleep,
 }
 
 impl HostKind {
-    const ALL: [HostKind; 12] = [
+    const ALL: [HostKind; 13] = [
         HostKind::Poll,
         HostKind::Spawn,
         HostKind::Flush,
@@ -105,6 +109,7 @@ impl HostKind {
         HostKind::Recording,
         HostKind::InFlight,
         HostKind::Wake,
+        HostKind::Sleep,
     ];
 
     /// Name, category, phase (`X` span, `i` instant, `b` async span) and argument names.
@@ -123,6 +128,7 @@ impl HostKind {
             HostKind::Recording => ("recording", "epoch", b'b', &["ops", "queue"]),
             HostKind::InFlight => ("in flight", "submission", b'b', &["value", "queue"]),
             HostKind::Wake => ("wake", "wait", b'X', &["wakers", "queue"]),
+            HostKind::Sleep => ("sleep", "driver", b'X', &["queue"]),
         }
     }
 }

@@ -28,9 +28,12 @@
 //!   share a clock read, so a poll that follows another starts where that one ended, and its
 //!   span includes the loop's few tens of nanoseconds between the two), each flush (`flush`, with
 //!   `encode_batches`, `encode` and `submit` inside it), each host wait (`wait`: the spin and
-//!   the block), each spin of an executor before it parks (`spin`) and each wake of the tasks
-//!   whose work completed (`wake`, with how many it woke: the driver wakes a flush's tasks one
-//!   after another). A task's spawn is an instant event on the spawning thread.
+//!   the block), each spin on the counter (`spin`: an executor's before it parks, a lone job's
+//!   for its own submission), each wake of the tasks whose work completed (`wake`, with how
+//!   many it woke: the driver wakes a flush's tasks one after another), and each sleep of a
+//!   driver thread until it is notified (`sleep`, category `driver`: from its decision that
+//!   there is nothing to do to its waking, so that a trace shows how late it woke). A task's
+//!   spawn is an instant event on the spawning thread.
 //! - **Awaits and submissions** (async spans of the host process, one row each): `await` from
 //!   the first time a wait finds its work unfinished to its completion (with the context's
 //!   id, and the native task's; in a native task it ends where the poll that saw the work

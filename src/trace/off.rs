@@ -64,6 +64,7 @@ pub(crate) enum HostKind {
     Encode,
     Submit,
     Wake,
+    Sleep,
 }
 
 /// A context's GPU time: never measured here.
