@@ -1099,12 +1099,8 @@ impl<B: Backend> QueueCore<B> {
         if budget.is_zero() {
             return false;
         }
-        let started = Instant::now();
-        let (reached, took) = self.spin_on(waiter, target, budget, stop);
+        let (reached, took) = self.traced_spin(waiter, target, budget, stop);
         let reached = reached.ok().flatten();
-        if let Some(t) = &self.trace {
-            t.span(HostKind::Spin, started, &[target, reached.is_some() as u64]);
-        }
         let mut wakers = Vec::new();
         let Some(c) = reached else {
             // Not done within the spin: the executor parks and the driver blocks for it.
@@ -1114,6 +1110,23 @@ impl<B: Backend> QueueCore<B> {
         let fired = !wakers.is_empty();
         self.wake(wakers);
         fired
+    }
+
+    /// [`QueueCore::spin_on`] as a spin of its own (an executor's before it parks, a lone job's
+    /// for its own submission): one `spin` span in the trace.
+    fn traced_spin(
+        &self,
+        waiter: &B::Waiter,
+        target: u64,
+        budget: Duration,
+        stop: impl Fn() -> bool,
+    ) -> (Result<Option<u64>>, Duration) {
+        let (reached, took) = self.spin_on(waiter, target, budget, stop);
+        if let Some(t) = &self.trace {
+            let done = matches!(reached, Ok(Some(_)));
+            t.span(HostKind::Spin, Instant::now() - took, &[target, done as u64]);
+        }
+        (reached, took)
     }
 
     /// Reads the counter until it reaches `target`, for at most `budget` or until `stop()`,
@@ -1712,11 +1725,7 @@ impl<B: Backend> SyncFuture<B> {
         };
         let waiter = st.backend.waiter();
         drop(st);
-        let started = Instant::now();
-        let (reached, took) = core.spin_on(&waiter, value, budget, || false);
-        if let Some(t) = &core.trace {
-            t.span(HostKind::Spin, started, &[value, matches!(reached, Ok(Some(_))) as u64]);
-        }
+        let (reached, took) = core.traced_spin(&waiter, value, budget, || false);
         let mut st = core.lock();
         let Ok(Some(c)) = reached else {
             return Err(st);
