@@ -281,6 +281,65 @@ fn dropping_a_join_handle_detaches_the_task() {
     finish(device);
 }
 
+/// Counts its drops.
+struct DropCount(Rc<std::cell::Cell<u32>>);
+
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() + 1);
+    }
+}
+
+#[test]
+fn large_and_small_task_futures_give_their_output_and_are_dropped_when_cancelled() {
+    let _w = Watchdog::new(std::time::Duration::from_secs(60));
+    let (device, mix) = setup();
+    let exec = Executor::new(&device).unwrap();
+    let drops = Rc::new(std::cell::Cell::new(0));
+    // Each future holds a guard from its creation on (dropped with it, polled or not).
+    // 8 KiB live across the await: the executor boxes a future this large when it spawns it.
+    let (ctx, m, g) = (exec.context(), mix.clone(), DropCount(drops.clone()));
+    let large = exec.spawn(async move {
+        let _g = g;
+        let mut state = std::hint::black_box([7u8; 8192]);
+        let out = mix_task(ctx, m, 5, 100, 2).await.unwrap();
+        state[8191] = out[0] as u8;
+        (state.iter().map(|&b| u64::from(b)).sum::<u64>(), out)
+    });
+    let (ctx, m, g) = (exec.context(), mix.clone(), DropCount(drops.clone()));
+    let small = exec.spawn(async move {
+        let _g = g;
+        mix_task(ctx, m, 6, 100, 2).await.unwrap()
+    });
+    // Two that never finish: one aborted through its handle, one cancelled by the shutdown.
+    let g = DropCount(drops.clone());
+    let aborted = exec.spawn(async move {
+        let _g = g;
+        let state = std::hint::black_box([1u8; 8192]);
+        std::future::pending::<()>().await;
+        state[0]
+    });
+    let g = DropCount(drops.clone());
+    let _left = exec.spawn(async move {
+        let _g = g;
+        let state = std::hint::black_box([2u8; 8192]);
+        std::future::pending::<()>().await;
+        state[0]
+    });
+    aborted.abort();
+    let (sum, out) = exec.block_on(large).unwrap();
+    let want = expected(5, 100, 2);
+    assert_eq!(out, want);
+    assert_eq!(sum, 7 * 8191 + u64::from(want[0] as u8));
+    assert_eq!(exec.block_on(small).unwrap(), expected(6, 100, 2));
+    assert!(aborted.join().unwrap_err().is_cancelled());
+    assert_eq!(drops.get(), 3, "the finished tasks' and the aborted task's futures were dropped");
+    drop(exec);
+    assert_eq!(drops.get(), 4, "the shutdown dropped the unfinished task's future");
+    drop(mix);
+    finish(device);
+}
+
 #[test]
 fn abort_cancels_at_the_next_await_and_submitted_work_completes() {
     let _w = Watchdog::new(std::time::Duration::from_secs(60));

@@ -269,56 +269,17 @@ impl Ctx {
     /// executor's context keeps the two steps: its one thread meets no contention there, so
     /// there is nothing to gain (measured with one hold, the executor moved 0.88–0.96×, about as
     /// much as between two builds with the same executor code: 0.80–1.13×).
-    pub(crate) async fn batch_and_settle<K: crate::record::batch::BatchKind>(
-        &self,
-        kind: &Arc<K>,
+    ///
+    /// A hand-written future rather than an `async fn`: an `async fn` keeps its argument `item`
+    /// and the local it is moved into side by side in its state, and a task's future holds
+    /// this one inside the callers' (each caller's state is built by moving the one below it).
+    pub(crate) fn batch_and_settle<'a, K: crate::record::batch::BatchKind, S: Fn() -> bool>(
+        &'a self,
+        kind: &'a Arc<K>,
         item: K::Item,
-        settled: impl Fn() -> bool,
-    ) -> Result<()> {
-        let mut item = Some(item);
-        let mut wait: Option<SyncFuture<VulkanBackend>> = None;
-        if self.keep.is_none() {
-            // An executor's context: record now, and wait from the first poll on.
-            self.batch(kind, item.take().expect("not taken yet"))?;
-            wait = Some(self.synchronize().inner);
-        }
-        let ctx = self.trace_id();
-        std::future::poll_fn(|cx| {
-            let poll = match &mut wait {
-                Some(w) => Pin::new(w).poll(cx),
-                None => {
-                    let item = item.take().expect("the first poll records");
-                    // Through the thread's lane while the GPU is busy (see the executor's
-                    // lanes), else under the lock (which submits at once, or refuses a kind of
-                    // another device).
-                    let same_device = kind.device().is_none_or(|d| d.same_device(&self.device));
-                    let laned = if same_device {
-                        self.shared.batch_in_lane(&self.state, ctx, kind, item, cx)
-                    } else {
-                        Err(item)
-                    };
-                    let (w, poll) = match laned {
-                        Ok(laned) => laned,
-                        Err(item) => {
-                            let ((), w, poll) = self.shared.record_and_wait(
-                                &self.state,
-                                ctx,
-                                |b| b.pending.push_batch(kind, item),
-                                cx,
-                            )?;
-                            (w, poll)
-                        }
-                    };
-                    wait = Some(w);
-                    poll
-                }
-            };
-            match poll {
-                Poll::Pending if settled() => Poll::Ready(Ok(())),
-                other => other,
-            }
-        })
-        .await
+        settled: S,
+    ) -> BatchAndSettle<'a, K, S> {
+        BatchAndSettle { ctx: self, kind, item: Some(item), wait: None, settled }
     }
 
     /// The context's id in the queue's trace (0 when it is not traced), for its awaits.
@@ -369,5 +330,68 @@ impl Recorder for Ctx {
     }
     fn batch<K: crate::record::batch::BatchKind>(&mut self, kind: &Arc<K>, item: K::Item) -> Result<()> {
         Ctx::batch(self, kind, item)
+    }
+}
+
+/// The future of [`Ctx::batch_and_settle`]: the item until its first poll records it, then the
+/// wait for the flush that carries it.
+pub(crate) struct BatchAndSettle<'a, K: crate::record::batch::BatchKind, S> {
+    ctx: &'a Ctx,
+    kind: &'a Arc<K>,
+    item: Option<K::Item>,
+    wait: Option<SyncFuture<VulkanBackend>>,
+    settled: S,
+}
+
+// No field is pinned: the wait is `Unpin`, and the item is moved out by value.
+impl<K: crate::record::batch::BatchKind, S> Unpin for BatchAndSettle<'_, K, S> {}
+
+impl<K: crate::record::batch::BatchKind, S: Fn() -> bool> BatchAndSettle<'_, K, S> {
+    /// Records the item: on an executor's context into the recording (the wait starts after);
+    /// on a queue's, through the thread's lane while the GPU is busy, else under the lock (which
+    /// submits at once, or refuses a kind of another device), the wait started in the same step.
+    fn record(&mut self, item: K::Item, cx: &mut TaskContext<'_>) -> Result<Poll<Result<()>>> {
+        let ctx = self.ctx;
+        if ctx.keep.is_none() {
+            ctx.batch(self.kind, item)?;
+            let mut wait = ctx.synchronize().inner;
+            let poll = Pin::new(&mut wait).poll(cx);
+            self.wait = Some(wait);
+            return Ok(poll);
+        }
+        let id = ctx.trace_id();
+        let same_device = self.kind.device().is_none_or(|d| d.same_device(&ctx.device));
+        let laned = if same_device { ctx.shared.batch_in_lane(&ctx.state, id, self.kind, item, cx) } else { Err(item) };
+        let (wait, poll) = match laned {
+            Ok(laned) => laned,
+            Err(item) => {
+                let kind = self.kind;
+                let ((), w, poll) =
+                    ctx.shared.record_and_wait(&ctx.state, id, |b| b.pending.push_batch(kind, item), cx)?;
+                (w, poll)
+            }
+        };
+        self.wait = Some(wait);
+        Ok(poll)
+    }
+}
+
+impl<K: crate::record::batch::BatchKind, S: Fn() -> bool> Future for BatchAndSettle<'_, K, S> {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<()>> {
+        let this = self.get_mut();
+        let poll = match (this.item.take(), &mut this.wait) {
+            (Some(item), _) => match this.record(item, cx) {
+                Ok(poll) => poll,
+                Err(e) => return Poll::Ready(Err(e)),
+            },
+            (None, Some(w)) => Pin::new(w).poll(cx),
+            (None, None) => return Poll::Ready(Ok(())),
+        };
+        match poll {
+            Poll::Pending if (this.settled)() => Poll::Ready(Ok(())),
+            other => other,
+        }
     }
 }

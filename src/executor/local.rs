@@ -42,6 +42,9 @@ impl ReadyQueue {
 /// recorded work ([`QueueCore::executor_check`]): a lock and at most one counter read per check.
 const CHECK_EVERY: u32 = 8;
 
+/// Futures larger than this many bytes are boxed when spawned (see [`Local::spawn`]).
+const BOX_ABOVE: usize = 128;
+
 /// How the loop gets the GPU waited for.
 pub(crate) enum Drive<B: Backend> {
     /// The queue's driver thread waits and wakes tasks; the loop may spin on the counter
@@ -99,7 +102,23 @@ impl<B: Backend> Local<B> {
     }
 
     /// Spawns a task. It runs when the executor runs (`run`, `block_on`, `join`).
+    ///
+    /// A future larger than [`BOX_ABOVE`] bytes is boxed first: the task wraps it in several
+    /// layers, each a move of the whole future, and a task's first poll moves its wrappers'
+    /// fields once more; boxed, each of those moves is one pointer.
     pub fn spawn<F>(self: &Rc<Self>, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        if std::mem::size_of::<F>() > BOX_ABOVE {
+            self.spawn_unboxed(Box::pin(future))
+        } else {
+            self.spawn_unboxed(future)
+        }
+    }
+
+    fn spawn_unboxed<F>(self: &Rc<Self>, future: F) -> JoinHandle<F::Output>
     where
         F: Future + 'static,
         F::Output: 'static,
