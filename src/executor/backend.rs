@@ -337,10 +337,12 @@ impl Backend for VulkanBackend {
     fn begin_flush(&mut self) -> FlushJob {
         // The next epoch starts with room for as many commands as this one had.
         let spare = crate::util::lock(&self.spare_ops).pop();
-        let next = match spare {
+        let mut next = match spare {
             Some(ops) => Recording::with_ops(&self.device, ops),
             None => Recording::with_capacity(&self.device, self.pending.len()),
         };
+        // And with room for as many batch items.
+        next.expect_batch_items(self.pending.batch_items());
         let rec = std::mem::replace(&mut self.pending, next);
         // One counter read (tens of nanoseconds) lets earlier flushes that already completed
         // give their buffers and command buffers back before this one takes more.

@@ -155,8 +155,9 @@ pub(crate) trait Gathered: Send {
     fn encode(&mut self, rec: &mut Recording);
     /// The recording was submitted with `value` (see [`BatchKind::submitted`]).
     fn submitted(&mut self, value: u64);
-    /// Adds the items to those of the same kind in `into` (or adds them as a new kind).
-    fn merge_into(self: Box<Self>, into: &mut Vec<Box<dyn Gathered>>);
+    /// Adds the items to those of the same kind in `into` (or adds them as a new kind, with
+    /// room for `room` items).
+    fn merge_into(self: Box<Self>, into: &mut Vec<Box<dyn Gathered>>, room: usize);
 }
 
 struct Items<K: BatchKind> {
@@ -181,7 +182,7 @@ impl<K: BatchKind> Gathered for Items<K> {
     fn submitted(&mut self, value: u64) {
         self.kind.submitted(&self.items, value);
     }
-    fn merge_into(self: Box<Self>, into: &mut Vec<Box<dyn Gathered>>) {
+    fn merge_into(mut self: Box<Self>, into: &mut Vec<Box<dyn Gathered>>, room: usize) {
         let key = self.key();
         if let Some(g) = into.iter_mut().find(|g| g.key() == key) {
             if let Some(items) = g.as_any().downcast_mut::<Items<K>>() {
@@ -189,6 +190,7 @@ impl<K: BatchKind> Gathered for Items<K> {
                 return;
             }
         }
+        self.items.reserve(room.saturating_sub(self.items.len()));
         into.push(self);
     }
 }
@@ -196,46 +198,59 @@ impl<K: BatchKind> Gathered for Items<K> {
 /// A recording's gathered items. Only reachable through `&mut` (never shared), so it is `Sync`
 /// whatever the items are, as `std::sync::Exclusive` would make it.
 #[derive(Default)]
-pub(crate) struct Batches(Vec<Box<dyn Gathered>>);
+pub(crate) struct Batches {
+    kinds: Vec<Box<dyn Gathered>>,
+    /// Room a kind's items get when its first item arrives: a flush's recording is made with
+    /// as many as the flush before it carried ([`Batches::with_room`]), so that its items do not
+    /// grow their vector from one item, moving every item once per doubling.
+    room: usize,
+}
+
+/// The most items a kind reserves room for ahead (about 2 MB of crypto items).
+const MAX_ROOM: usize = 1 << 13;
 
 // SAFETY: no method gives shared (`&self`) access to the contents; every access takes
 // `&mut self` or `self`, so sharing a `&Batches` between threads exposes nothing.
 unsafe impl Sync for Batches {}
 
 impl Batches {
+    /// Empty, a kind's first item making room for `room` items (at most [`MAX_ROOM`]).
+    pub fn with_room(room: usize) -> Self {
+        Batches { kinds: Vec::new(), room: room.min(MAX_ROOM) }
+    }
     pub fn take(&mut self) -> Vec<Box<dyn Gathered>> {
-        std::mem::take(&mut self.0)
+        std::mem::take(&mut self.kinds)
     }
     pub fn push<K: BatchKind>(&mut self, kind: &Arc<K>, item: K::Item) {
-        push(&mut self.0, kind, item)
+        push(&mut self.kinds, kind, item, self.room)
     }
     /// Adds `other`'s items, each kind's after this one's items of that kind.
     pub fn merge(&mut self, other: Batches) {
-        for g in other.0 {
-            g.merge_into(&mut self.0);
+        for g in other.kinds {
+            g.merge_into(&mut self.kinds, self.room);
         }
     }
     /// Keeps `encoded`'s items (see [`Gathered::encode`]).
     pub fn keep(&mut self, encoded: Box<dyn Gathered>) {
-        self.0.push(encoded);
+        self.kinds.push(encoded);
     }
     /// Tells every kind that the recording was submitted with `value`.
     pub fn submitted(&mut self, value: u64) {
-        for g in &mut self.0 {
+        for g in &mut self.kinds {
             g.submitted(value);
         }
     }
     /// How many kinds hold items.
     #[cfg(test)]
     pub fn kinds(&self) -> usize {
-        self.0.len()
+        self.kinds.len()
     }
     /// Takes every item of kind `K` out (the simulated queue's items, which it does not
     /// encode).
     #[cfg(test)]
     pub fn take_items<K: BatchKind>(&mut self) -> Vec<K::Item> {
         let mut out = Vec::new();
-        for g in &mut self.0 {
+        for g in &mut self.kinds {
             if let Some(items) = g.as_any().downcast_mut::<Items<K>>() {
                 out.append(&mut items.items);
             }
@@ -245,7 +260,7 @@ impl Batches {
 }
 
 /// Adds `item` to the epoch's items of `kind`.
-fn push<K: BatchKind>(batches: &mut Vec<Box<dyn Gathered>>, kind: &Arc<K>, item: K::Item) {
+fn push<K: BatchKind>(batches: &mut Vec<Box<dyn Gathered>>, kind: &Arc<K>, item: K::Item, room: usize) {
     let key = Arc::as_ptr(kind) as *const () as usize;
     if let Some(g) = batches.iter_mut().find(|g| g.key() == key) {
         if let Some(items) = g.as_any().downcast_mut::<Items<K>>() {
@@ -253,5 +268,7 @@ fn push<K: BatchKind>(batches: &mut Vec<Box<dyn Gathered>>, kind: &Arc<K>, item:
             return;
         }
     }
-    batches.push(Box::new(Items { kind: kind.clone(), items: vec![item] }));
+    let mut items = Vec::with_capacity(room.max(1));
+    items.push(item);
+    batches.push(Box::new(Items { kind: kind.clone(), items }));
 }

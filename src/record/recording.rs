@@ -206,6 +206,18 @@ impl Recording {
         self.submitted.then(|| std::mem::take(&mut self.ops))
     }
 
+    /// Makes room for `n` batch items of a kind ahead (an empty recording's; see
+    /// [`Batches::with_room`]).
+    pub(crate) fn expect_batch_items(&mut self, n: usize) {
+        debug_assert_eq!(self.batch_items, 0, "room is made before any item is added");
+        self.batches = Batches::with_room(n);
+    }
+
+    /// Batch items recorded.
+    pub(crate) fn batch_items(&self) -> usize {
+        self.batch_items
+    }
+
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty() && self.host_reads.is_empty() && self.batch_items == 0
     }
