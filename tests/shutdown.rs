@@ -90,7 +90,8 @@ fn dropping_an_executor_during_a_long_kernel_returns_within_its_bound_and_leaks_
     drop(exec);
     let took = started.elapsed();
     eprintln!("executor dropped in {took:?} (bound {bound:?})");
-    assert!(took <= bound.mul_f64(1.1), "the drop took {took:?}, past its bound of {bound:?} + 10%");
+    let slack = slack(&device, bound);
+    assert!(took <= bound + slack, "the drop took {took:?}, past its bound of {bound:?} + {slack:?}");
     assert!(took >= bound.mul_f64(0.9), "the drop took {took:?}: it did not wait for the GPU up to its bound");
     assert!(in_flight(&device), "the work outlasts the bound");
     assert_eq!(logged_since(log_from, log::Level::Warn, "shutdown_timeout"), 1, "the wait is announced");
@@ -146,7 +147,8 @@ fn dropping_the_last_queue_handle_during_a_long_kernel_returns_within_its_bound(
     drop(queue);
     let took = started.elapsed();
     eprintln!("queue dropped in {took:?} (bound {bound:?})");
-    assert!(took <= bound.mul_f64(1.1), "the drop took {took:?}, past its bound of {bound:?} + 10%");
+    let slack = slack(&device, bound);
+    assert!(took <= bound + slack, "the drop took {took:?}, past its bound of {bound:?} + {slack:?}");
     assert!(took >= bound.mul_f64(0.9), "the drop took {took:?}: it did not wait for the GPU");
     assert_eq!(logged_since(log_from, log::Level::Warn, "shutdown_timeout"), 1);
     assert_eq!(logged_since(log_from, log::Level::Error, "leaking"), 1);
@@ -194,9 +196,20 @@ fn a_queue_set_closes_its_queues_together_within_one_bound() {
     drop(set);
     let took = started.elapsed();
     eprintln!("set of two dropped in {took:?} (bound {bound:?} each)");
-    assert!(took <= bound.mul_f64(1.1), "the set's drop took {took:?}: its queues' bounds added up");
+    assert!(took <= bound + slack(&a, bound), "the set's drop took {took:?}: its queues' bounds added up");
     assert_no_validation_messages(&a);
     assert_no_validation_messages(&b);
+}
+
+/// How far past its bound a close may return: 10 %, or 250 ms on a CPU device, whose kernels run
+/// on the host's own cores and delay the closing thread's return from its timed wait (136 ms
+/// once on a loaded 2-core host, 3–8 ms usually).
+fn slack(device: &Device, bound: Duration) -> Duration {
+    if device.info().device_type == vkasync::DeviceType::Cpu {
+        Duration::from_millis(250)
+    } else {
+        bound.mul_f64(0.1)
+    }
 }
 
 /// What the child process of the exit tests does, by `VKASYNC_EXIT_CHILD`: `idle` drops its
