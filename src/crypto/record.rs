@@ -170,8 +170,8 @@ fn record_item(slot: Slot, keys: &RecordKeys, seq: u64, len: u64, mac_first: boo
     slot.write(0, &nonce)?;
     slot.zero(16 + len, tag_at - 16 - len)?;
     let mut item = Item::new(slot);
-    let aes = item.put_aes_key(&keys.aes(), tag_at + 32)?;
-    let mac = item.put_mac_key(&keys.mac(), tag_at + 32 + AES_KEY_BYTES)?;
+    let aes = item.put_aes_key(keys.aes(), tag_at + 32)?;
+    let mac = item.put_mac_key(keys.mac(), tag_at + 32 + AES_KEY_BYTES)?;
     let mac = HashPart { at: 0, len: 16 + len, digest_at: tag_at, key_at: Some(mac) };
     if mac_first {
         item.mac_first.push(mac);
@@ -300,15 +300,15 @@ impl Crypto {
         let nonce = keys.nonce(seq);
         let out = match io {
             Io::InPlace(buf) => {
-                self.aes_ctr_pieces(ctx, Some(&keys.aes()), &nonce, Io::InPlace(&mut *buf)).await?;
+                self.aes_ctr_pieces(ctx, Some(keys.aes()), &nonce, Io::InPlace(&mut *buf)).await?;
                 &*buf
             }
             Io::Separate(input, out) => {
-                self.aes_ctr_pieces(ctx, Some(&keys.aes()), &nonce, Io::Separate(input, &mut *out)).await?;
+                self.aes_ctr_pieces(ctx, Some(keys.aes()), &nonce, Io::Separate(input, &mut *out)).await?;
                 &*out
             }
         };
-        Ok(record_tag(&keys.mac(), &nonce, out))
+        Ok(record_tag(keys.mac(), &nonce, out))
     }
 
     /// Opens a record too long for one slot: its tag is checked on the host first (nothing is
@@ -322,10 +322,10 @@ impl Crypto {
         tag: &[u8; 32],
     ) -> Result<()> {
         let nonce = keys.nonce(seq);
-        if !tags_equal(&record_tag(&keys.mac(), &nonce, io.input(0..io.len())), tag) {
+        if !tags_equal(&record_tag(keys.mac(), &nonce, io.input(0..io.len())), tag) {
             return Err(Error::AuthenticationFailed);
         }
-        self.aes_ctr_pieces(ctx, Some(&keys.aes()), &nonce, io).await
+        self.aes_ctr_pieces(ctx, Some(keys.aes()), &nonce, io).await
     }
 
     /// Whether a record of `len` bytes is sealed or opened at once in the calling task (see
@@ -343,14 +343,14 @@ impl Crypto {
     fn seal_inline(keys: &RecordKeys, seq: u64, buf: &mut [u8]) -> [u8; 32] {
         let nonce = keys.nonce(seq);
         keys.aes().host_cipher().apply_ctr(&nonce, buf);
-        record_tag(&keys.mac(), &nonce, buf)
+        record_tag(keys.mac(), &nonce, buf)
     }
 
     /// Opens `buf` in place at once on this thread: the tag first (nothing is decrypted for a
     /// forged record), then AES-CTR.
     fn open_inline(keys: &RecordKeys, seq: u64, buf: &mut [u8], tag: &[u8; 32]) -> Result<()> {
         let nonce = keys.nonce(seq);
-        if !tags_equal(&record_tag(&keys.mac(), &nonce, buf), tag) {
+        if !tags_equal(&record_tag(keys.mac(), &nonce, buf), tag) {
             return Err(Error::AuthenticationFailed);
         }
         keys.aes().host_cipher().apply_ctr(&nonce, buf);
