@@ -272,3 +272,47 @@ fn push<K: BatchKind>(batches: &mut Vec<Box<dyn Gathered>>, kind: &Arc<K>, item:
     items.push(item);
     batches.push(Box::new(Items { kind: kind.clone(), items }));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Kind;
+    impl BatchKind for Kind {
+        type Item = u32;
+        fn encode(&self, _items: &mut Vec<u32>, _enc: &mut Encoder<'_>) -> Result<()> {
+            Ok(())
+        }
+        fn fail(&self, _items: Vec<u32>, _error: &crate::Error) {}
+    }
+
+    /// The capacity of the items of kind `Kind` in `batches`.
+    fn room_of(batches: &mut Batches) -> usize {
+        batches
+            .kinds
+            .iter_mut()
+            .find_map(|g| g.as_any().downcast_mut::<Items<Kind>>())
+            .map_or(0, |i| i.items.capacity())
+    }
+
+    #[test]
+    fn a_kinds_first_item_makes_the_room_its_batches_were_given() {
+        let kind = Arc::new(Kind);
+        let mut batches = Batches::with_room(100);
+        batches.push(&kind, 1);
+        assert!(room_of(&mut batches) >= 100, "pushed into a vector of room for 100");
+        // Items merged in from elsewhere (a lane's) get the same room.
+        let mut lane = Batches::default();
+        lane.push(&kind, 2);
+        assert_eq!(room_of(&mut lane), 1, "no room given, none made");
+        let mut merged = Batches::with_room(50);
+        merged.merge(lane);
+        assert!(room_of(&mut merged) >= 50);
+        // A bound on the room made ahead.
+        let mut big = Batches::with_room(usize::MAX);
+        big.push(&kind, 3);
+        assert!((MAX_ROOM..2 * MAX_ROOM).contains(&room_of(&mut big)));
+        assert_eq!(batches.take_items::<Kind>(), vec![1]);
+        assert_eq!(merged.take_items::<Kind>(), vec![2]);
+    }
+}
