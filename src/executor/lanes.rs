@@ -178,17 +178,7 @@ impl<E> Lanes<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::batch::{BatchKind, Encoder};
-    use crate::Result;
-
-    struct Kind;
-    impl BatchKind for Kind {
-        type Item = u32;
-        fn encode(&self, _items: &mut Vec<u32>, _enc: &mut Encoder<'_>) -> Result<()> {
-            Ok(())
-        }
-        fn fail(&self, _items: Vec<u32>, _error: &crate::Error) {}
-    }
+    use crate::record::batch::tests::Kind;
 
     #[test]
     fn items_go_with_the_epoch_their_lane_recorded_into() {

@@ -274,10 +274,11 @@ fn push<K: BatchKind>(batches: &mut Vec<Box<dyn Gathered>>, kind: &Arc<K>, item:
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    struct Kind;
+    /// A kind of `u32` items that encodes nothing (for tests of gathering).
+    pub(crate) struct Kind;
     impl BatchKind for Kind {
         type Item = u32;
         fn encode(&self, _items: &mut Vec<u32>, _enc: &mut Encoder<'_>) -> Result<()> {
