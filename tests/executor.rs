@@ -312,20 +312,16 @@ fn large_and_small_task_futures_give_their_output_and_are_dropped_when_cancelled
         mix_task(ctx, m, 6, 100, 2).await.unwrap()
     });
     // Two that never finish: one aborted through its handle, one cancelled by the shutdown.
-    let g = DropCount(drops.clone());
-    let aborted = exec.spawn(async move {
-        let _g = g;
-        let state = std::hint::black_box([1u8; 8192]);
-        std::future::pending::<()>().await;
-        state[0]
-    });
-    let g = DropCount(drops.clone());
-    let _left = exec.spawn(async move {
-        let _g = g;
-        let state = std::hint::black_box([2u8; 8192]);
-        std::future::pending::<()>().await;
-        state[0]
-    });
+    let never = |fill: u8| {
+        let g = DropCount(drops.clone());
+        exec.spawn(async move {
+            let _g = g;
+            let state = std::hint::black_box([fill; 8192]);
+            std::future::pending::<()>().await;
+            state[0]
+        })
+    };
+    let (aborted, _left) = (never(1), never(2));
     aborted.abort();
     let (sum, out) = exec.block_on(large).unwrap();
     let want = expected(5, 100, 2);
