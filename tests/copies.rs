@@ -49,11 +49,43 @@ fn the_small_copies_of_many_jobs_go_through_one_dispatch_per_phase() {
         }
         assert_eq!(s.dispatches, 64, "the copy kernel's dispatches are not counted as the jobs': {s:?}");
         drop((exec, mix));
-        // Nothing else holds the device: the copy kernel went with the executor's queue (a
-        // device that held its own copy kernel would hold itself and never be destroyed).
+        // Nothing else holds the device: its copy kernel does not hold it (a kernel holding the
+        // device that holds it would keep both forever).
         assert_eq!(device.debug_handle_count(), 1, "compute copies {on}");
+        assert_eq!(device.debug_copy_kernel().is_some(), on, "the copy kernel is made where it is used");
         finish(device);
     }
+}
+
+/// Every queue of a device uses the device's one copy kernel: a queue made after another was
+/// dropped finds it made, and its first flush does not create the pipeline again.
+#[test]
+fn queues_made_one_after_another_share_the_devices_copy_kernel() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _w = Watchdog::new(Duration::from_secs(300));
+    let (device, mix) = staged(true);
+    assert_eq!(device.debug_copy_kernel(), None, "made at its first use, not with the device");
+    let mut pipelines = Vec::new();
+    for round in 0..3u32 {
+        let exec = Executor::builder(&device).flush_policy(vkasync::FlushPolicy::WhenIdle).build().unwrap();
+        let handles: Vec<_> =
+            (0..8u32).map(|t| exec.spawn(mix_task(exec.context(), mix.clone(), round * 8 + t, 256, 2))).collect();
+        exec.run();
+        for (t, h) in handles.into_iter().enumerate() {
+            assert_eq!(
+                h.join().unwrap().unwrap(),
+                mix_expected(round * 8 + t as u32, 256, 2),
+                "round {round} task {t}"
+            );
+        }
+        assert_eq!(exec.stats().copy_dispatches, 2, "round {round}: {:?}", exec.stats());
+        drop(exec);
+        pipelines.push(device.debug_copy_kernel().expect("made by the first flush"));
+    }
+    assert!(pipelines.iter().all(|p| *p == pipelines[0]), "one pipeline: {pipelines:?}");
+    drop(mix);
+    assert_eq!(device.debug_handle_count(), 1);
+    finish(device);
 }
 
 /// Regions the kernel does not take (sizes and offsets that are not multiples of 4 bytes,

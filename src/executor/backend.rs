@@ -7,7 +7,6 @@
 
 use crate::error::Result;
 use crate::record::batch::Batches;
-use crate::record::copies::CopyKernel;
 use crate::record::recording::{Op, Recording};
 use crate::trace::{GpuSpans, HostKind, QueueTrace, TaskClock};
 use crate::vk::command_pool::CommandPool;
@@ -127,8 +126,6 @@ const ANNOUNCE_WAIT_AFTER: Duration = Duration::from_millis(100);
 pub(crate) struct VulkanBackend {
     pub device: Device,
     pool: Option<Pools>,
-    /// The copy kernel, made at the first flush that can use it.
-    copy_kernel: Arc<CopyKernel>,
     /// Work recorded since the last flush.
     pub pending: Recording,
     /// Submitted recordings, oldest first, holding their buffers and kernels alive.
@@ -191,7 +188,6 @@ pub(crate) struct FlushJob {
     rec: Recording,
     /// The backend's command pools, lent for the job (`None` once the device was lost).
     pool: Option<Pools>,
-    copy_kernel: Arc<CopyKernel>,
     /// The counter as read when the job was taken: command buffers at or below it are reused.
     completed: u64,
     spare_pools: crate::trace::SparePools,
@@ -269,7 +265,6 @@ impl VulkanBackend {
         Ok(VulkanBackend {
             device: device.clone(),
             pool: Some(Pools::new(device)?),
-            copy_kernel: Arc::default(),
             pending: Recording::new(device),
             in_flight: VecDeque::new(),
             retired: Vec::new(),
@@ -352,7 +347,6 @@ impl Backend for VulkanBackend {
             device: self.device.clone(),
             rec,
             pool: self.pool.take(),
-            copy_kernel: self.copy_kernel.clone(),
             completed,
             spare_pools: self.spare_pools.clone(),
             spans: self.spans,
@@ -408,7 +402,7 @@ impl Backend for VulkanBackend {
         let started = Instant::now();
         let (stats, used) = {
             let _span = tracing::debug_span!("vkasync.encode", ops = rec.ops.len()).entered();
-            let copy_kernel = job.copy_kernel.get(&job.device);
+            let copy_kernel = crate::record::copies::kernel(&job.device);
             if split {
                 rec.encode_parts(cbs, copy_kernel)
             } else {

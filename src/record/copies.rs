@@ -59,27 +59,13 @@ pub(crate) const MIN_REGIONS: usize = 2;
 /// Bytes per table entry (see the kernel).
 pub(crate) const ENTRY: usize = 32;
 
-/// A queue's copy kernel, made at its first use. The queue holds it, not the device: the kernel
-/// holds its device, so a device holding its own copy kernel would never be dropped.
-#[derive(Debug, Default)]
-pub(crate) struct CopyKernel(std::sync::OnceLock<Option<Kernel>>);
-
-impl CopyKernel {
-    /// The kernel; `None` where buffer device addresses are off or it could not be made.
-    pub fn get(&self, device: &Device) -> Option<&Kernel> {
-        if !device.compute_copies() {
-            return None;
-        }
-        self.0
-            .get_or_init(|| match Kernel::internal(device, &internal::COPY_REGIONS) {
-                Ok(k) => Some(k),
-                Err(e) => {
-                    log::warn!("vkasync: the copy kernel could not be made ({e}); copies use vkCmdCopyBuffer");
-                    None
-                }
-            })
-            .as_ref()
+/// The device's copy kernel (see [`Device::copy_kernel`]); `None` where buffer device
+/// addresses are off or it could not be made.
+pub(crate) fn kernel(device: &Device) -> Option<&Kernel> {
+    if !device.compute_copies() {
+        return None;
     }
+    device.copy_kernel(&internal::COPY_REGIONS)
 }
 
 /// Whether the kernel may copy region `r` between buffers whose device addresses (at offset 0)

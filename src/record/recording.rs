@@ -411,7 +411,7 @@ impl Recording {
     /// Records a dispatch, after checking it against the kernel and the device limits.
     pub fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], args: &[Arg], push: &[u8]) -> Result<()> {
         let k = &kernel.raw;
-        if !self.device.same_device(&k.device) {
+        if !k.made_by(&self.device) {
             return Err(Error::InvalidArgument("kernel belongs to another device".into()));
         }
         let limits = self.device.limits();

@@ -41,7 +41,13 @@ impl KernelSource {
 }
 
 pub(crate) struct RawKernel {
-    pub device: Device,
+    /// The device that made the kernel, held so that it outlives the kernel, which destroys its
+    /// objects when dropped. `None` for the device's own kernel ([`Kernel::internal`]): the
+    /// device destroys that one's objects before itself, and the kernel, dropped, destroys
+    /// nothing.
+    owner: Option<Device>,
+    /// Which device made it ([`Device::id`]), owned or not.
+    device_id: usize,
     pub name: String,
     pub reflection: Reflection,
     pub set_layout: vk::DescriptorSetLayout,
@@ -49,15 +55,33 @@ pub(crate) struct RawKernel {
     pub pipeline: vk::Pipeline,
 }
 
-impl Drop for RawKernel {
-    fn drop(&mut self) {
-        let d = self.device.raw();
-        // SAFETY: every recorded dispatch holds an Arc<RawKernel> until its submission's timeline
-        // value is reached, so no pending command buffer uses these objects.
+impl RawKernel {
+    /// Whether `device` made the kernel.
+    pub(crate) fn made_by(&self, device: &Device) -> bool {
+        self.device_id == device.id()
+    }
+
+    /// Destroys the kernel's objects.
+    ///
+    /// # Safety
+    /// `d` is the device that made them, no submission that uses them may still run, and they
+    /// are never used again.
+    pub(crate) unsafe fn destroy(&self, d: &ash::Device) {
+        // SAFETY: as the caller promises.
         unsafe {
             d.destroy_pipeline(self.pipeline, None);
             d.destroy_pipeline_layout(self.layout, None);
             d.destroy_descriptor_set_layout(self.set_layout, None);
+        }
+    }
+}
+
+impl Drop for RawKernel {
+    fn drop(&mut self) {
+        if let Some(device) = &self.owner {
+            // SAFETY: every recorded dispatch holds an Arc<RawKernel> until its submission's
+            // timeline value is reached, so no pending command buffer uses these objects.
+            unsafe { self.destroy(device.raw()) };
         }
     }
 }
@@ -135,19 +159,24 @@ impl Kernel {
     /// `vkCreateComputePipelines`.
     pub unsafe fn from_words_unchecked(device: &Device, name: &str, words: &[u32]) -> Result<Self> {
         // SAFETY: the caller's contract.
-        unsafe { Self::create(device, name, words, device.shader_features(false)) }
+        unsafe { Self::create(device, name, words, device.shader_features(false), true) }
     }
 
     /// One of the library's own kernels (`shaders/internal/`), whose capabilities are checked
-    /// against the features the library enabled for itself (buffer device addresses).
-    pub(crate) fn internal(device: &Device, source: &KernelSource) -> Result<Self> {
+    /// against the features the library enabled for itself (buffer device addresses). The
+    /// device owns it: the kernel does not hold the device (a device holding a kernel that holds
+    /// it would never be dropped), and the device destroys its objects before itself (see
+    /// [`Device::copy_kernel`]).
+    pub(super) fn internal(device: &Device, source: &KernelSource) -> Result<Self> {
         if source.spirv.is_empty() {
             return Err(Error::InvalidSpirv(format!("{} has no SPIR-V (built without shaderc)", source.path)));
         }
         // SAFETY: as in `Kernel::new`: `build.rs` validated the words.
-        unsafe { Self::create(device, source.name, source.spirv, device.shader_features(true)) }
+        unsafe { Self::create(device, source.name, source.spirv, device.shader_features(true), false) }
     }
 
+    /// `held`: the kernel holds its device (every kernel but the device's own).
+    ///
     /// # Safety
     /// As [`Kernel::from_words_unchecked`].
     unsafe fn create(
@@ -155,6 +184,7 @@ impl Kernel {
         name: &str,
         words: &[u32],
         features: &crate::vk::spirv_caps::EnabledFeatures,
+        held: bool,
     ) -> Result<Self> {
         let mut reflection = spirv::reflect(words)?;
         let limits = device.limits();
@@ -255,7 +285,8 @@ impl Kernel {
         drop(guard);
         Ok(Kernel {
             raw: Arc::new(RawKernel {
-                device: device.clone(),
+                owner: held.then(|| device.clone()),
+                device_id: device.id(),
                 name: name.into(),
                 reflection,
                 set_layout,
