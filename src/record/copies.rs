@@ -43,7 +43,7 @@
 use crate::error::Result;
 use crate::vk::buffer::{MemoryKind, RawBuffer};
 use crate::vk::device::Device;
-use crate::vk::kernel::Kernel;
+use crate::vk::kernel::{Kernel, OwnedKernel};
 use ash::vk;
 use std::sync::Arc;
 
@@ -65,7 +65,7 @@ pub(crate) fn kernel(device: &Device) -> Option<&Kernel> {
     if !device.compute_copies() {
         return None;
     }
-    device.copy_kernel(&internal::COPY_REGIONS)
+    device.copy_kernel(|| OwnedKernel::make(device, &internal::COPY_REGIONS)).and_then(OwnedKernel::get)
 }
 
 /// Whether the kernel may copy region `r` between buffers whose device addresses (at offset 0)

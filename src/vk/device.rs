@@ -227,6 +227,22 @@ impl std::fmt::Debug for Device {
     }
 }
 
+/// Vulkan objects a device owns for the layers above it (its copy kernel, see
+/// [`Device::copy_kernel`]): they hold no handle of the device (a device holding what holds it
+/// would never be dropped), and the device destroys them before itself. A trait, so that this
+/// file need not name their types.
+pub(crate) trait DeviceOwned: std::any::Any + Send + Sync {
+    /// Destroys the objects.
+    ///
+    /// # Safety
+    /// Called once, by the device's drop, when no submission runs; nothing uses them after.
+    unsafe fn destroy(&self, device: &ash::Device);
+    /// Itself, to be downcast.
+    fn as_any(&self) -> &dyn std::any::Any;
+    /// A pipeline of it, if any (for tests).
+    fn pipeline(&self) -> Option<vk::Pipeline>;
+}
+
 /// Everything a device owns. Dropped when the last `Device`, buffer or kernel made from it goes.
 pub(crate) struct DeviceShared {
     pub(super) info: AdapterInfo,
@@ -267,8 +283,8 @@ pub(crate) struct DeviceShared {
     /// Per-thread caches of free chunks in front of `pool` (see [`crate::vk::pool::Stash`]).
     pub(super) stash: crate::vk::pool::Stash,
     /// The copy kernel every queue of the device shares (see [`Device::copy_kernel`]), made at
-    /// its first use (`None` inside: it could not be made).
-    copy_kernel: std::sync::OnceLock<Option<crate::vk::kernel::Kernel>>,
+    /// its first use.
+    copy_kernel: std::sync::OnceLock<Box<dyn DeviceOwned>>,
     /// Bytes of buffer memory allocated in the device-local heap and in the host heap, against
     /// the heaps' sizes (`budget`); a device without a separate host heap counts both in the
     /// first.
@@ -491,7 +507,7 @@ impl Device {
     /// [`DeviceBuilder::compute_copies`]): one for every queue of the device. For tests.
     #[doc(hidden)]
     pub fn debug_copy_kernel(&self) -> Option<vk::Pipeline> {
-        self.shared.copy_kernel.get().and_then(|k| k.as_ref()).map(|k| k.raw_handles().0)
+        self.shared.copy_kernel.get().and_then(|k| k.pipeline())
     }
 
     /// Interop: the raw `ash` device, for work written by hand beside vkasync's (benchmarks,
@@ -541,22 +557,13 @@ impl Device {
         self.shared.wait_through_simulated_loss(value, timeout)
     }
 
-    /// The device's copy kernel (made from `source` at the first call; `None` where it could not
-    /// be made): one pipeline for every queue, so that a new queue's first flush does not
-    /// create it again (on lavapipe that flush took 0.77–1.13 ms with the creation, 0.27–0.41
-    /// without). The device owns it without the kernel holding the device, and destroys it
-    /// before itself.
-    pub(crate) fn copy_kernel(&self, source: &crate::vk::kernel::KernelSource) -> Option<&crate::vk::kernel::Kernel> {
-        self.shared
-            .copy_kernel
-            .get_or_init(|| match crate::vk::kernel::Kernel::internal(self, source) {
-                Ok(k) => Some(k),
-                Err(e) => {
-                    log::warn!("vkasync: the copy kernel could not be made ({e}); copies use vkCmdCopyBuffer");
-                    None
-                }
-            })
-            .as_ref()
+    /// The device's copy kernel, made by `make` at the first call (see `record::copies`): one
+    /// pipeline for every queue, so that a new queue's first flush does not create it again (on
+    /// lavapipe that flush took 0.77–1.13 ms with the creation, 0.27–0.41 without). The device
+    /// owns it and destroys it before itself ([`DeviceOwned`]); `None` if the slot holds
+    /// another type.
+    pub(crate) fn copy_kernel<T: DeviceOwned>(&self, make: impl FnOnce() -> T) -> Option<&T> {
+        self.shared.copy_kernel.get_or_init(|| Box::new(make())).as_any().downcast_ref::<T>()
     }
 
     /// The command pool of the blocking path ([`crate::CommandList`]), made at its first use.
@@ -922,10 +929,9 @@ impl Drop for DeviceShared {
         // nothing else uses these objects since this is the last reference.
         unsafe {
             let _ = self.device.device_wait_idle();
-            if let Some(Some(k)) = self.copy_kernel.take() {
-                // Every submission that used it completed; a handle still held elsewhere (a
-                // trace's event names it) never dispatches it again.
-                k.raw.destroy(&self.device);
+            if let Some(k) = self.copy_kernel.take() {
+                // Every submission that used it completed.
+                k.destroy(&self.device);
             }
             if let Some(pool) = self.blocking_pool.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
                 pool.destroy(&self.device);

@@ -5,7 +5,7 @@
 
 use crate::error::{map_oom, Error, Result};
 use crate::vk::buffer::{Buffer, RawBuffer};
-use crate::vk::device::Device;
+use crate::vk::device::{Device, DeviceOwned};
 use crate::vk::spirv::{self, BindingKind, Reflection};
 use ash::vk;
 use bytemuck::Pod;
@@ -42,7 +42,7 @@ impl KernelSource {
 
 pub(crate) struct RawKernel {
     /// The device that made the kernel, held so that it outlives the kernel, which destroys its
-    /// objects when dropped. `None` for the device's own kernel ([`Kernel::internal`]): the
+    /// objects when dropped. `None` for a kernel its device owns ([`OwnedKernel`]): the
     /// device destroys that one's objects before itself, and the kernel, dropped, destroys
     /// nothing.
     owner: Option<Device>,
@@ -83,6 +83,43 @@ impl Drop for RawKernel {
             // timeline value is reached, so no pending command buffer uses these objects.
             unsafe { self.destroy(device.raw()) };
         }
+    }
+}
+
+/// One of the library's own kernels, owned by its device (see [`DeviceOwned`]); `None` inside
+/// where it could not be made.
+pub(crate) struct OwnedKernel(Option<Kernel>);
+
+impl OwnedKernel {
+    /// Makes the kernel of `source` for `device` to own (a failure is logged, and `None` kept).
+    pub(crate) fn make(device: &Device, source: &KernelSource) -> Self {
+        OwnedKernel(match Kernel::internal(device, source) {
+            Ok(k) => Some(k),
+            Err(e) => {
+                log::warn!("vkasync: the {} kernel could not be made ({e}); its work falls back", source.name);
+                None
+            }
+        })
+    }
+
+    pub(crate) fn get(&self) -> Option<&Kernel> {
+        self.0.as_ref()
+    }
+}
+
+impl DeviceOwned for OwnedKernel {
+    unsafe fn destroy(&self, device: &ash::Device) {
+        if let Some(k) = &self.0 {
+            // SAFETY: the caller's contract; a handle of the kernel still held elsewhere (a
+            // trace's event names it) is never dispatched again.
+            unsafe { k.raw.destroy(device) };
+        }
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn pipeline(&self) -> Option<vk::Pipeline> {
+        self.0.as_ref().map(|k| k.raw.pipeline)
     }
 }
 
@@ -164,10 +201,9 @@ impl Kernel {
 
     /// One of the library's own kernels (`shaders/internal/`), whose capabilities are checked
     /// against the features the library enabled for itself (buffer device addresses). The
-    /// device owns it: the kernel does not hold the device (a device holding a kernel that holds
-    /// it would never be dropped), and the device destroys its objects before itself (see
-    /// [`Device::copy_kernel`]).
-    pub(super) fn internal(device: &Device, source: &KernelSource) -> Result<Self> {
+    /// device owns it ([`OwnedKernel`]): the kernel does not hold the device, which destroys its
+    /// objects before itself.
+    fn internal(device: &Device, source: &KernelSource) -> Result<Self> {
         if source.spirv.is_empty() {
             return Err(Error::InvalidSpirv(format!("{} has no SPIR-V (built without shaderc)", source.path)));
         }
