@@ -155,14 +155,33 @@ pub(crate) trait Gathered: Send {
     fn encode(&mut self, rec: &mut Recording);
     /// The recording was submitted with `value` (see [`BatchKind::submitted`]).
     fn submitted(&mut self, value: u64);
-    /// Adds the items to those of the same kind in `into` (or adds them as a new kind, with
-    /// room for `room` items).
-    fn merge_into(self: Box<Self>, into: &mut Vec<Box<dyn Gathered>>, room: usize);
+    /// Adds the items after those of the same kind in `into` (or adds them as a new kind),
+    /// moving their vectors, not the items.
+    fn merge_into(self: Box<Self>, into: &mut Vec<Box<dyn Gathered>>);
 }
 
 struct Items<K: BatchKind> {
     kind: Arc<K>,
     items: Vec<K::Item>,
+    /// Items merged in from elsewhere (a lane's), after `items`, each vector as it came: a merge
+    /// (under the queue's lock) moves vectors, not items, and they are joined to `items` when
+    /// encoded (in the flush, outside the lock). Joining thousands of 16 KiB records' items
+    /// under the lock held it 0.2–1.9 ms on an H100, while the other threads' due groups
+    /// waited for it.
+    merged: Vec<Vec<K::Item>>,
+}
+
+impl<K: BatchKind> Items<K> {
+    /// Moves the merged items after `items`, in the order they came.
+    fn join(&mut self) {
+        if self.merged.is_empty() {
+            return;
+        }
+        self.items.reserve(self.merged.iter().map(Vec::len).sum());
+        for mut v in self.merged.drain(..) {
+            self.items.append(&mut v);
+        }
+    }
 }
 
 impl<K: BatchKind> Gathered for Items<K> {
@@ -173,6 +192,7 @@ impl<K: BatchKind> Gathered for Items<K> {
         self
     }
     fn encode(&mut self, rec: &mut Recording) {
+        self.join();
         let mut enc = Encoder { rec };
         if let Err(e) = self.kind.encode(&mut self.items, &mut enc) {
             log::warn!("vkasync: a batch of {} item(s) failed to encode: {e}", self.items.len());
@@ -180,17 +200,20 @@ impl<K: BatchKind> Gathered for Items<K> {
         }
     }
     fn submitted(&mut self, value: u64) {
+        self.join();
         self.kind.submitted(&self.items, value);
     }
-    fn merge_into(mut self: Box<Self>, into: &mut Vec<Box<dyn Gathered>>, room: usize) {
+    fn merge_into(mut self: Box<Self>, into: &mut Vec<Box<dyn Gathered>>) {
         let key = self.key();
         if let Some(g) = into.iter_mut().find(|g| g.key() == key) {
             if let Some(items) = g.as_any().downcast_mut::<Items<K>>() {
-                items.items.extend(self.items);
+                if !self.items.is_empty() {
+                    items.merged.push(std::mem::take(&mut self.items));
+                }
+                items.merged.append(&mut self.merged);
                 return;
             }
         }
-        self.items.reserve(room.saturating_sub(self.items.len()));
         into.push(self);
     }
 }
@@ -227,7 +250,7 @@ impl Batches {
     /// Adds `other`'s items, each kind's after this one's items of that kind.
     pub fn merge(&mut self, other: Batches) {
         for g in other.kinds {
-            g.merge_into(&mut self.kinds, self.room);
+            g.merge_into(&mut self.kinds);
         }
     }
     /// Keeps `encoded`'s items (see [`Gathered::encode`]).
@@ -252,6 +275,7 @@ impl Batches {
         let mut out = Vec::new();
         for g in &mut self.kinds {
             if let Some(items) = g.as_any().downcast_mut::<Items<K>>() {
+                items.join();
                 out.append(&mut items.items);
             }
         }
@@ -270,7 +294,7 @@ fn push<K: BatchKind>(batches: &mut Vec<Box<dyn Gathered>>, kind: &Arc<K>, item:
     }
     let mut items = Vec::with_capacity(room.max(1));
     items.push(item);
-    batches.push(Box::new(Items { kind: kind.clone(), items }));
+    batches.push(Box::new(Items { kind: kind.clone(), items, merged: Vec::new() }));
 }
 
 #[cfg(test)]
@@ -302,18 +326,56 @@ pub(crate) mod tests {
         let mut batches = Batches::with_room(100);
         batches.push(&kind, 1);
         assert!(room_of(&mut batches) >= 100, "pushed into a vector of room for 100");
-        // Items merged in from elsewhere (a lane's) get the same room.
+        // Items merged in from elsewhere (a lane's) keep their vector: a merge moves it.
         let mut lane = Batches::default();
         lane.push(&kind, 2);
         assert_eq!(room_of(&mut lane), 1, "no room given, none made");
         let mut merged = Batches::with_room(50);
         merged.merge(lane);
-        assert!(room_of(&mut merged) >= 50);
+        assert_eq!(room_of(&mut merged), 1, "the lane's vector, moved");
         // A bound on the room made ahead.
         let mut big = Batches::with_room(usize::MAX);
         big.push(&kind, 3);
         assert!((MAX_ROOM..2 * MAX_ROOM).contains(&room_of(&mut big)));
         assert_eq!(batches.take_items::<Kind>(), vec![1]);
         assert_eq!(merged.take_items::<Kind>(), vec![2]);
+    }
+
+    /// Merged items follow the recording's own items of their kind, lane after lane, each in
+    /// its order, however many merges brought them; another kind's stay apart.
+    #[test]
+    fn merged_items_come_after_the_recordings_own_in_the_order_they_came() {
+        struct Other;
+        impl BatchKind for Other {
+            type Item = u32;
+            fn encode(&self, _items: &mut Vec<u32>, _enc: &mut Encoder<'_>) -> Result<()> {
+                Ok(())
+            }
+            fn fail(&self, _items: Vec<u32>, _error: &crate::Error) {}
+        }
+        let (kind, other) = (Arc::new(Kind), Arc::new(Other));
+        let mut rec = Batches::with_room(8);
+        rec.push(&kind, 1);
+        let lane = |items: &[u32]| {
+            let mut b = Batches::default();
+            for &i in items {
+                b.push(&kind, i);
+            }
+            b
+        };
+        rec.merge(lane(&[2, 3]));
+        rec.merge(lane(&[]));
+        // A lane that itself holds merged items (lanes gathered into one, then merged).
+        let mut two = lane(&[4]);
+        two.merge(lane(&[5, 6]));
+        rec.merge(two);
+        rec.push(&kind, 7);
+        let mut apart = Batches::default();
+        apart.push(&other, 100);
+        rec.merge(apart);
+        assert_eq!(rec.kinds(), 2);
+        // Pushed after the merges, 7 is in the recording's own vector: before the merged items.
+        assert_eq!(rec.take_items::<Kind>(), vec![1, 7, 2, 3, 4, 5, 6]);
+        assert_eq!(rec.take_items::<Other>(), vec![100]);
     }
 }
