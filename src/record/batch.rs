@@ -247,7 +247,9 @@ impl Batches {
     pub fn push<K: BatchKind>(&mut self, kind: &Arc<K>, item: K::Item) {
         push(&mut self.kinds, kind, item, self.room)
     }
-    /// Adds `other`'s items, each kind's after this one's items of that kind.
+    /// Adds `other`'s items, each kind's after this one's items of that kind, moving their
+    /// vectors (the items are joined when encoded). Items pushed here later go before the
+    /// merged ones: items are self-contained, and their order within a kind does not matter.
     pub fn merge(&mut self, other: Batches) {
         for g in other.kinds {
             g.merge_into(&mut self.kinds);
