@@ -51,7 +51,21 @@ fn records_sealed_by_tokio_tasks_run_in_three_parts_and_match_rustcrypto() {
     }
 }
 
-fn seal_by_tokio_tasks(device: Device) {
+/// A flush whose records carry more than twice the split size goes as several submissions of
+/// consecutive records, each in its three parts; every record still matches RustCrypto.
+#[test]
+fn a_heavy_flush_split_into_submissions_seals_every_record_right() {
+    let device = device_with(|b| b.always_stage(true).copy_queues(true).split_flushes(16 << 10));
+    assert_eq!(device.copy_queues().unwrap().split_bytes, 16 << 10);
+    let s = seal_by_tokio_tasks(device);
+    assert!(s.submits > s.flushes, "some flush split into several submissions: {s:?}");
+    // Off: one submission per flush.
+    let device = device_with(|b| b.always_stage(true).copy_queues(true).split_flushes(0));
+    let s = seal_by_tokio_tasks(device);
+    assert!(s.submits <= s.flushes, "{s:?}");
+}
+
+fn seal_by_tokio_tasks(device: Device) -> vkasync::Stats {
     let _w = Watchdog::new(Duration::from_secs(300));
     let crypto = Crypto::new(&device).unwrap().with_offload(Offload::Gpu);
     let queue = Queue::new(&device).unwrap();
@@ -91,6 +105,7 @@ fn seal_by_tokio_tasks(device: Device) {
     }
     drop((rt, queue, crypto));
     finish(device);
+    s
 }
 
 #[test]

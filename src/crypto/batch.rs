@@ -693,6 +693,11 @@ impl BatchKind for CryptoBatch {
         Some(self.table.device())
     }
 
+    /// The items' slots: each is copied to the GPU and back whole (records, keys, tags).
+    fn bytes(&self, items: &[Item]) -> u64 {
+        items.iter().map(|it| it.at.len).sum()
+    }
+
     fn fail(&self, items: Vec<Item>, error: &Error) {
         for it in items {
             let _ = it.state.error.set(error.clone());

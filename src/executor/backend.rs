@@ -33,6 +33,9 @@ pub(crate) struct FlushInfo {
     /// Whether anything was submitted: a flush whose batches all ran on the host (and that has
     /// nothing else) submits nothing, and its waiters are done at once.
     pub submitted: bool,
+    /// Submissions made: 1, or the parts of a split flush (see
+    /// [`crate::CopyQueueInfo::split_bytes`]); `value` is the last one's.
+    pub submissions: u64,
 }
 
 /// Waits on a queue's timeline from any thread.
@@ -201,6 +204,10 @@ pub(crate) struct FlushJob {
     /// A submission failed after part of it may have been submitted (the device counts as
     /// lost): the recording is leaked.
     leak: bool,
+    /// The parts of a split flush before the one in `rec` (see
+    /// [`crate::CopyQueueInfo::split_bytes`]), in order: each with the value it was submitted
+    /// with (`None`: not submitted) and, with a trace, when.
+    parts_before: Vec<(Option<u64>, Recording, Option<i64>)>,
 }
 
 /// A backend's command pools: the compute queue's and, with copy queues of another family, one
@@ -280,86 +287,9 @@ impl VulkanBackend {
         })
     }
 
-    /// Drops the recordings whose value was reached, oldest first.
-    fn retire(&mut self, completed: u64) {
-        while self.in_flight.front().is_some_and(|(v, _)| *v <= completed) {
-            if let Some((value, mut rec)) = self.in_flight.pop_front() {
-                self.finished(value, &mut rec);
-                self.retired.push(rec);
-            }
-        }
-    }
-
-    /// A submission completed: its GPU spans and per-context times, and its `in flight` span.
-    fn finished(&mut self, value: u64, rec: &mut Recording) {
-        if !self.spans {
-            return;
-        }
-        if let Some(sp) = rec.spans.take() {
-            sp.finish(value, self.trace.as_deref(), &*rec);
-            // Reset, and kept for the next flushes.
-            sp.into_pool();
-        }
-        if let (Some(t), Some(start)) = (&self.trace, self.submit_ns.pop_front()) {
-            t.async_span(HostKind::InFlight, start, &[value]);
-        }
-    }
-}
-
-impl Backend for VulkanBackend {
-    fn has_pending(&self) -> bool {
-        !self.pending.is_empty()
-    }
-
-    fn pending_len(&self) -> usize {
-        self.pending.len()
-    }
-
-    fn pending_commands(&self) -> usize {
-        self.pending.ops.len()
-    }
-
-    fn recorded_count(&self) -> usize {
-        self.pending.len() + self.pending.host_reads.len()
-    }
-
-    fn absorb_batches(&mut self, batches: Batches, n: usize) {
-        self.pending.absorb_batches(batches, n);
-    }
-
-    type Job = FlushJob;
-
-    fn begin_flush(&mut self) -> FlushJob {
-        // The next epoch starts with room for as many commands as this one had.
-        let spare = crate::util::lock(&self.spare_ops).pop();
-        let mut next = match spare {
-            Some(ops) => Recording::with_ops(&self.device, ops),
-            None => Recording::with_capacity(&self.device, self.pending.len()),
-        };
-        // And with room for as many batch items.
-        next.expect_batch_items(self.pending.batch_items());
-        let rec = std::mem::replace(&mut self.pending, next);
-        // One counter read (tens of nanoseconds) lets earlier flushes that already completed
-        // give their buffers and command buffers back before this one takes more.
-        let completed = self.device.completed_value().unwrap_or_else(|_| self.device.cached_completed());
-        self.retire(completed);
-        FlushJob {
-            device: self.device.clone(),
-            rec,
-            pool: self.pool.take(),
-            completed,
-            spare_pools: self.spare_pools.clone(),
-            spans: self.spans,
-            detail: self.detail,
-            trace: self.trace.clone(),
-            epoch_start: self.epoch_start.take(),
-            submit_ns: None,
-            submitted: None,
-            leak: false,
-        }
-    }
-
-    fn run_flush(job: &mut FlushJob) -> Result<FlushInfo> {
+    /// Encodes the job's recording and submits it in one submission (one part of a split
+    /// flush, or the whole flush).
+    fn run_part(job: &mut FlushJob) -> Result<FlushInfo> {
         let rec = &mut job.rec;
         {
             let started = Instant::now();
@@ -450,6 +380,7 @@ impl Backend for VulkanBackend {
                     dispatches: stats.dispatches,
                     copy_dispatches: stats.copy_dispatches,
                     submitted: true,
+                    submissions: 1,
                 })
             }
             Err((e, partial)) => {
@@ -465,27 +396,23 @@ impl Backend for VulkanBackend {
         }
     }
 
-    fn end_flush(&mut self, job: FlushJob) {
-        let FlushJob { rec, pool, submit_ns, submitted, leak, .. } = job;
+    /// One part of a flush job, back under the core's lock: in flight if it was submitted, else
+    /// retired; leaked where the GPU may still use it.
+    fn end_part(&mut self, rec: Recording, leak: bool, submitted: Option<u64>, submit_ns: Option<i64>) {
         if leak {
             // Part of a failed submission may run: nothing it uses is freed (see `run_flush`).
             std::mem::forget(rec);
-            std::mem::forget(pool);
             return;
         }
         if self.abandoned && !self.device.loss_is_simulated() {
             // The device was lost while the job ran: what it submitted may still be running
-            // in a driver that no longer answers, so it is leaked with the pool, as in
-            // `abandon`.
-            std::mem::forget(pool);
-            if submitted.is_some() {
-                std::mem::forget(rec);
-            } else {
-                self.retired.push(rec);
+            // in a driver that no longer answers, so it is leaked, as in `abandon`.
+            match submitted {
+                Some(_) => std::mem::forget(rec),
+                None => self.retired.push(rec),
             }
             return;
         }
-        self.pool = pool;
         match submitted {
             Some(value) => {
                 if let Some(ns) = submit_ns {
@@ -496,6 +423,126 @@ impl Backend for VulkanBackend {
             // Not submitted (done on the host, or failed): dropped after the lock is released.
             None => self.retired.push(rec),
         }
+    }
+
+    /// Drops the recordings whose value was reached, oldest first.
+    fn retire(&mut self, completed: u64) {
+        while self.in_flight.front().is_some_and(|(v, _)| *v <= completed) {
+            if let Some((value, mut rec)) = self.in_flight.pop_front() {
+                self.finished(value, &mut rec);
+                self.retired.push(rec);
+            }
+        }
+    }
+
+    /// A submission completed: its GPU spans and per-context times, and its `in flight` span.
+    fn finished(&mut self, value: u64, rec: &mut Recording) {
+        if !self.spans {
+            return;
+        }
+        if let Some(sp) = rec.spans.take() {
+            sp.finish(value, self.trace.as_deref(), &*rec);
+            // Reset, and kept for the next flushes.
+            sp.into_pool();
+        }
+        if let (Some(t), Some(start)) = (&self.trace, self.submit_ns.pop_front()) {
+            t.async_span(HostKind::InFlight, start, &[value]);
+        }
+    }
+}
+
+impl Backend for VulkanBackend {
+    fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn pending_commands(&self) -> usize {
+        self.pending.ops.len()
+    }
+
+    fn recorded_count(&self) -> usize {
+        self.pending.len() + self.pending.host_reads.len()
+    }
+
+    fn absorb_batches(&mut self, batches: Batches, n: usize) {
+        self.pending.absorb_batches(batches, n);
+    }
+
+    type Job = FlushJob;
+
+    fn begin_flush(&mut self) -> FlushJob {
+        // The next epoch starts with room for as many commands as this one had.
+        let spare = crate::util::lock(&self.spare_ops).pop();
+        let mut next = match spare {
+            Some(ops) => Recording::with_ops(&self.device, ops),
+            None => Recording::with_capacity(&self.device, self.pending.len()),
+        };
+        // And with room for as many batch items.
+        next.expect_batch_items(self.pending.batch_items());
+        let rec = std::mem::replace(&mut self.pending, next);
+        // One counter read (tens of nanoseconds) lets earlier flushes that already completed
+        // give their buffers and command buffers back before this one takes more.
+        let completed = self.device.completed_value().unwrap_or_else(|_| self.device.cached_completed());
+        self.retire(completed);
+        FlushJob {
+            device: self.device.clone(),
+            rec,
+            pool: self.pool.take(),
+            completed,
+            spare_pools: self.spare_pools.clone(),
+            spans: self.spans,
+            detail: self.detail,
+            trace: self.trace.clone(),
+            epoch_start: self.epoch_start.take(),
+            submit_ns: None,
+            submitted: None,
+            leak: false,
+            parts_before: Vec::new(),
+        }
+    }
+
+    fn run_flush(job: &mut FlushJob) -> Result<FlushInfo> {
+        // A heavy flush on copy queues goes as several submissions, one after another.
+        let split = job.device.copy_queues().map_or(0, |q| q.split_bytes);
+        let rest = job.rec.split_batches(split, crate::vk::copy_queues::MAX_SPLIT_PARTS);
+        let mut info = Self::run_part(job)?;
+        for mut part in rest {
+            // The part submitted goes before the next; on an error the ones left are dropped
+            // unsubmitted, and their items fail with the flush.
+            std::mem::swap(&mut job.rec, &mut part);
+            job.parts_before.push((job.submitted.take(), part, job.submit_ns.take()));
+            let next = Self::run_part(job)?;
+            info = FlushInfo {
+                value: if next.submitted { next.value } else { info.value },
+                barriers: info.barriers + next.barriers,
+                command_buffers: info.command_buffers + next.command_buffers,
+                dispatches: info.dispatches + next.dispatches,
+                copy_dispatches: info.copy_dispatches + next.copy_dispatches,
+                submitted: info.submitted || next.submitted,
+                submissions: info.submissions + next.submissions,
+            };
+        }
+        Ok(info)
+    }
+
+    fn end_flush(&mut self, mut job: FlushJob) {
+        // The parts of a split flush before the last, in the order of their values.
+        for (submitted, rec, submit_ns) in std::mem::take(&mut job.parts_before) {
+            self.end_part(rec, false, submitted, submit_ns);
+        }
+        let FlushJob { rec, pool, submit_ns, submitted, leak, .. } = job;
+        if leak || (self.abandoned && !self.device.loss_is_simulated()) {
+            // Part of a failed submission may run, or the device was lost while the job ran:
+            // the pool is leaked with what it ran, as in `abandon`.
+            std::mem::forget(pool);
+        } else {
+            self.pool = pool;
+        }
+        self.end_part(rec, leak, submitted, submit_ns);
     }
 
     type Waiter = Device;

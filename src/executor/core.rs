@@ -861,7 +861,7 @@ impl<B: Backend> QueueCore<B> {
                 wakers.append(&mut lane_wakers);
             }
             Ok(info) => {
-                bump(&self.counters.submits, 1);
+                bump(&self.counters.submits, info.submissions);
                 bump(&self.counters.command_buffers, info.command_buffers);
                 bump(&self.counters.barriers, info.barriers);
                 bump(&self.counters.dispatches, info.dispatches);

@@ -332,7 +332,8 @@ pub struct Stats {
     /// Flushes of recorded work.
     pub flushes: u64,
     /// Submissions: one per flush that had GPU work, each one `vkQueueSubmit` (with copy
-    /// queues, one per queue it uses; see [`crate::DeviceBuilder::copy_queues`]).
+    /// queues, one per queue it uses; see [`crate::DeviceBuilder::copy_queues`]), or one per
+    /// part of a flush split over several ([`crate::DeviceBuilder::split_flushes`]).
     pub submits: u64,
     /// Command buffers submitted: one per submission, or with copy queues one per part that
     /// holds commands (input, compute, output).

@@ -170,7 +170,7 @@ impl Backend for SimBackend {
         }
         g.in_flight.push_back((v, ops));
         g.progress();
-        Ok(FlushInfo { value: v, command_buffers: 1, submitted: true, ..FlushInfo::default() })
+        Ok(FlushInfo { value: v, command_buffers: 1, submitted: true, submissions: 1, ..FlushInfo::default() })
     }
     fn end_flush(&mut self, _job: SimJob) {}
     type Waiter = SimWaiter;

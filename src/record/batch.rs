@@ -106,6 +106,16 @@ pub trait BatchKind: Send + Sync + 'static {
     fn submitted(&self, items: &[Self::Item], value: u64) {
         let _ = (items, value);
     }
+
+    /// The bytes `items` carry between host and GPU memory. A flush on copy queues whose items
+    /// carry many more bytes than its device's split size ([`crate::DeviceBuilder::split_flushes`])
+    /// goes to the GPU as several submissions, each with a run of consecutive items of every
+    /// kind, so that the copy queues move one run while the compute queue runs another. Default
+    /// 0: the kind's items never make a flush split.
+    fn bytes(&self, items: &[Self::Item]) -> u64 {
+        let _ = items;
+        0
+    }
 }
 
 /// Records a batch's commands into the flush being encoded. It offers the recording vocabulary
@@ -158,6 +168,12 @@ pub(crate) trait Gathered: Send {
     /// Adds the items after those of the same kind in `into` (or adds them as a new kind),
     /// moving their vectors, not the items.
     fn merge_into(self: Box<Self>, into: &mut Vec<Box<dyn Gathered>>);
+    /// The bytes the items carry (see [`BatchKind::bytes`]).
+    fn bytes(&mut self) -> u64;
+    /// Keeps the first of `parts` runs of consecutive items (as even as their number allows; as
+    /// many runs as items where they are fewer) and returns the others in order, each with its
+    /// number of items (never 0).
+    fn split(&mut self, parts: usize) -> Vec<(Box<dyn Gathered>, usize)>;
 }
 
 struct Items<K: BatchKind> {
@@ -216,6 +232,24 @@ impl<K: BatchKind> Gathered for Items<K> {
         }
         into.push(self);
     }
+    fn bytes(&mut self) -> u64 {
+        self.join();
+        self.kind.bytes(&self.items)
+    }
+    fn split(&mut self, parts: usize) -> Vec<(Box<dyn Gathered>, usize)> {
+        self.join();
+        let n = self.items.len();
+        let parts = parts.min(n);
+        let mut runs: Vec<(Box<dyn Gathered>, usize)> = Vec::with_capacity(parts.saturating_sub(1));
+        // From the back, so that each `split_off` moves its own run only.
+        for k in (1..parts).rev() {
+            let run = self.items.split_off(n * k / parts);
+            let len = run.len();
+            runs.push((Box::new(Items { kind: self.kind.clone(), items: run, merged: Vec::new() }), len));
+        }
+        runs.reverse();
+        runs
+    }
 }
 
 /// A recording's gathered items. Only reachable through `&mut` (never shared), so it is `Sync`
@@ -258,6 +292,26 @@ impl Batches {
     /// Keeps `encoded`'s items (see [`Gathered::encode`]).
     pub fn keep(&mut self, encoded: Box<dyn Gathered>) {
         self.kinds.push(encoded);
+    }
+    /// The bytes every kind's items carry (see [`BatchKind::bytes`]).
+    pub fn bytes(&mut self) -> u64 {
+        self.kinds.iter_mut().map(|g| g.bytes()).sum()
+    }
+    /// Keeps the first of `parts` runs of each kind's items and returns the others: run `k` of
+    /// every kind in the `k`-th (from 1) of the returned batches, with their number of items.
+    /// Batches with no item are left out.
+    pub fn split(&mut self, parts: usize) -> Vec<(Batches, usize)> {
+        let mut out: Vec<(Batches, usize)> = Vec::new();
+        out.resize_with(parts.saturating_sub(1), || (Batches::default(), 0));
+        for g in &mut self.kinds {
+            // A kind with fewer items than parts fills the first parts only.
+            for ((batches, n), (run, len)) in out.iter_mut().zip(g.split(parts)) {
+                batches.kinds.push(run);
+                *n += len;
+            }
+        }
+        out.retain(|(_, n)| *n > 0);
+        out
     }
     /// Tells every kind that the recording was submitted with `value`.
     pub fn submitted(&mut self, value: u64) {
@@ -379,5 +433,51 @@ pub(crate) mod tests {
         // Pushed after the merges, 7 is in the recording's own vector: before the merged items.
         assert_eq!(rec.take_items::<Kind>(), vec![1, 7, 2, 3, 4, 5, 6]);
         assert_eq!(rec.take_items::<Other>(), vec![100]);
+    }
+
+    /// A split keeps the first run of each kind and hands out the others in order, runs of
+    /// consecutive items (merged ones joined first); a kind with fewer items than parts fills
+    /// the first parts only, and no part is empty.
+    #[test]
+    fn a_split_keeps_the_first_run_and_hands_out_the_others_in_order() {
+        struct Other;
+        impl BatchKind for Other {
+            type Item = u32;
+            fn encode(&self, _items: &mut Vec<u32>, _enc: &mut Encoder<'_>) -> Result<()> {
+                Ok(())
+            }
+            fn fail(&self, _items: Vec<u32>, _error: &crate::Error) {}
+            fn bytes(&self, items: &[u32]) -> u64 {
+                items.len() as u64 * 100
+            }
+        }
+        let (kind, other) = (Arc::new(Kind), Arc::new(Other));
+        let mut rec = Batches::default();
+        for i in 0..4 {
+            rec.push(&kind, i);
+        }
+        let mut lane = Batches::default();
+        for i in 4..10 {
+            lane.push(&kind, i);
+        }
+        rec.merge(lane);
+        rec.push(&other, 100);
+        rec.push(&other, 101);
+        assert_eq!(rec.bytes(), 200, "`Kind` carries no bytes (the default), `Other` 100 an item");
+        let mut parts = rec.split(3);
+        assert_eq!(parts.iter().map(|(_, n)| *n).collect::<Vec<_>>(), vec![4, 4]);
+        assert_eq!(rec.take_items::<Kind>(), vec![0, 1, 2]);
+        assert_eq!(rec.take_items::<Other>(), vec![100], "two items: two runs, the first kept");
+        assert_eq!(parts[0].0.take_items::<Kind>(), vec![3, 4, 5]);
+        assert_eq!(parts[0].0.take_items::<Other>(), vec![101]);
+        assert_eq!(parts[1].0.take_items::<Kind>(), vec![6, 7, 8, 9]);
+        assert_eq!(parts[1].0.take_items::<Other>(), Vec::<u32>::new());
+        // Fewer items than parts: one item a part, none empty.
+        let mut few = Batches::default();
+        few.push(&kind, 1);
+        few.push(&kind, 2);
+        let parts = few.split(8);
+        assert_eq!(parts.len(), 1);
+        assert_eq!(few.take_items::<Kind>(), vec![1]);
     }
 }

@@ -250,6 +250,29 @@ impl Recording {
         self.batch_items += n;
     }
 
+    /// A flush on copy queues whose batch items carry at least twice `part_bytes` (see
+    /// [`crate::record::batch::BatchKind::bytes`]) keeps the first of up to `max_parts` runs of
+    /// its items and returns recordings holding the others, in order, to be submitted after it;
+    /// otherwise nothing. The commands and host reads stay here.
+    pub(crate) fn split_batches(&mut self, part_bytes: u64, max_parts: usize) -> Vec<Recording> {
+        if part_bytes == 0 || self.batch_items < 2 || max_parts < 2 {
+            return Vec::new();
+        }
+        let parts = (self.batches.bytes() / part_bytes).min(max_parts as u64).min(self.batch_items as u64);
+        if parts < 2 {
+            return Vec::new();
+        }
+        let runs = self.batches.split(parts as usize);
+        runs.into_iter()
+            .map(|(batches, n)| {
+                self.batch_items -= n;
+                let mut r = Recording::new(&self.device);
+                r.absorb_batches(batches, n);
+                r
+            })
+            .collect()
+    }
+
     fn push(&mut self, op: Op) {
         op.for_each_buffer(|b, _| {
             b.pending.fetch_add(1, Ordering::SeqCst);

@@ -74,6 +74,9 @@ pub enum RobustAccess {
     Robustness2,
 }
 
+/// The split size of heavy flushes on copy queues by default ([`DeviceBuilder::split_flushes`]).
+const DEFAULT_SPLIT_BYTES: u64 = 0;
+
 /// Chooses and opens a device. [`Device::new`] is `DeviceBuilder::new().build()`.
 ///
 /// ```no_run
@@ -91,6 +94,7 @@ pub struct DeviceBuilder {
     compute_copies: Option<bool>,
     copy_queues: Option<bool>,
     compute_queues: Option<u32>,
+    split_bytes: Option<u64>,
 }
 
 impl DeviceBuilder {
@@ -176,6 +180,20 @@ impl DeviceBuilder {
         self
     }
 
+    /// With copy queues on ([`DeviceBuilder::copy_queues`]), a flush whose batch items carry
+    /// at least `2 × bytes` between host and GPU memory (the records of a
+    /// [`crate::Crypto`] flush, see [`crate::batch::BatchKind::bytes`]) goes to the GPU as
+    /// several submissions of about `bytes` each, at most 8, each a run of consecutive items:
+    /// the input queue uploads one while the compute queue runs the one before and the output
+    /// queue reads back the one before that, where one submission would copy in, compute and
+    /// copy out one after another. Its waiters wait for the last. 0 turns it off;
+    /// `VKASYNC_SPLIT_FLUSHES=<MiB>` sets it from the environment. Without copy queues it has no
+    /// effect. See [`crate::CopyQueueInfo::split_bytes`].
+    pub fn split_flushes(mut self, bytes: u64) -> Self {
+        self.split_bytes = Some(bytes);
+        self
+    }
+
     /// Loads the Vulkan loader from this path instead of the system's `libvulkan.so.1` /
     /// `vulkan-1.dll`.
     pub fn loader_path(mut self, path: impl Into<std::path::PathBuf>) -> Self {
@@ -204,7 +222,13 @@ impl DeviceBuilder {
         let compute_queues = self.compute_queues.unwrap_or_else(|| {
             std::env::var("VKASYNC_COMPUTE_QUEUES").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(1)
         });
-        let queues = QueueOptions { copy: copy_queues, compute: compute_queues };
+        let split_bytes = self.split_bytes.unwrap_or_else(|| {
+            std::env::var("VKASYNC_SPLIT_FLUSHES")
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map_or(DEFAULT_SPLIT_BYTES, |mib| mib.saturating_mul(1 << 20))
+        });
+        let queues = QueueOptions { copy: copy_queues, compute: compute_queues, split_bytes };
         Device::open(validation, &selector, self.loader.as_deref(), self.stage_always, robust, copies, queues)
     }
 }
@@ -346,7 +370,9 @@ impl Device {
             (0..turns).map(|i| unsafe { device.get_device_queue(plan.family, i % n_compute) }).collect();
         let queue = compute[0];
         let copy = match queues.copy {
-            true => Some(CopyQueues::new(&device, &compute, plan.family, copy_family, create_timeline)?),
+            true => {
+                Some(CopyQueues::new(&device, &compute, plan.family, copy_family, queues.split_bytes, create_timeline)?)
+            }
             false => None,
         };
         let destroy_copy = |device: &ash::Device| {
