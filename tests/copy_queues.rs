@@ -65,6 +65,34 @@ fn a_heavy_flush_split_into_submissions_seals_every_record_right() {
     assert!(s.submits <= s.flushes, "{s:?}");
 }
 
+/// On the native executor, one flush of 200 records split into 8 submissions (the most): every
+/// task's result is right once the last part completed.
+#[test]
+fn an_executors_heavy_flush_goes_as_eight_submissions() {
+    let device = device_with(|b| b.always_stage(true).copy_queues(true).split_flushes(4 << 10));
+    let crypto = Crypto::new(&device).unwrap().with_offload(Offload::Gpu);
+    let exec = Executor::builder(&device).flush_policy(vkasync::FlushPolicy::WhenIdle).build().unwrap();
+    let handles: Vec<_> = (0..200u64)
+        .map(|c| {
+            let (crypto, ctx) = (crypto.clone(), exec.context());
+            exec.spawn(async move {
+                let (aes, mac) = (bytes(32, c), bytes(40, c + 3));
+                let k = RecordKeys::new(&aes, &mac, [c as u8; 4]).unwrap();
+                let plain = bytes(1 + (c as usize * 97) % 3000, c);
+                let s = crypto.seal(&ctx, &k, 0, &plain).await.unwrap();
+                (s.ciphertext, s.tag) == cpu_seal(&aes, &mac, [c as u8; 4], 0, &plain)
+            })
+        })
+        .collect();
+    exec.run();
+    let right = handles.into_iter().filter_map(|h| h.join().unwrap().then_some(())).count();
+    assert_eq!(right, 200, "records that match RustCrypto's");
+    let s = exec.stats();
+    assert_eq!((s.flushes, s.submits), (1, 8), "{s}");
+    drop((exec, crypto));
+    finish(device);
+}
+
 fn seal_by_tokio_tasks(device: Device) -> vkasync::Stats {
     let _w = Watchdog::new(Duration::from_secs(300));
     let crypto = Crypto::new(&device).unwrap().with_offload(Offload::Gpu);
