@@ -67,8 +67,9 @@
 //! submit only when no task can run (`FlushPolicy::WhenIdle`) instead of by group commit.
 //!
 //! The coalesced fronts run on the GPU opened with copy queues
-//! (`DeviceBuilder::copy_queues`) where it has a transfer-only queue family, as a server that
-//! seals bulk records from many threads would open it; the naive modes (`blocking`,
+//! (`DeviceBuilder::copy_queues`) and four compute queues, over which the parts of a heavy flush
+//! run (`DeviceBuilder::split_flushes`), where it has a transfer-only queue family, as a server
+//! that seals bulk records from many threads would open it; the naive modes (`blocking`,
 //! `waits-only`) run on the same GPU opened with the defaults, what a program gets without
 //! choosing. `--copy-queues off` runs every mode on the defaults.
 //!
@@ -296,9 +297,10 @@ fn main() -> Result<(), Error> {
 
 /// The devices the modes run on: the naive patterns (`blocking`, `waits-only`) on the device as
 /// opened by default, what a program that does not choose gets; the coalesced fronts on the
-/// same GPU opened with copy queues (`DeviceBuilder::copy_queues`) where it has a transfer-only
-/// queue family and `--copy-queues` is on (the default), which is how a server that seals bulk
-/// records from many threads would open it (one device otherwise).
+/// same GPU opened with copy queues (`DeviceBuilder::copy_queues`) and four compute queues
+/// (`DeviceBuilder::compute_queues`, for the parts of heavy flushes) where it has a
+/// transfer-only queue family and `--copy-queues` is on (the default), which is how a server
+/// that seals bulk records from many threads would open it (one device otherwise).
 struct Devices {
     naive: Device,
     coalesced: Device,
@@ -308,8 +310,10 @@ impl Devices {
     fn open(copy_queues: bool) -> Result<Devices, Error> {
         let naive = Device::builder().copy_queues(false).build()?;
         // Kept where the device puts uploads on a queue of their own (a transfer-only family).
+        // Four compute queues let the parts of a heavy flush (`DeviceBuilder::split_flushes`)
+        // run their kernels beside one another.
         let with_copy_queues = match copy_queues {
-            true => Some(Device::builder().copy_queues(true).build()?),
+            true => Some(Device::builder().copy_queues(true).compute_queues(4).build()?),
             false => None,
         };
         let coalesced = with_copy_queues

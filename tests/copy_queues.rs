@@ -33,6 +33,10 @@ fn the_device_reports_where_its_copy_queues_are() {
         assert!(!q.separate_output);
     }
     assert_eq!((q.compute_turns, q.compute_queues), (1, 1));
+    let from_env = std::env::var_os("VKASYNC_SPLIT_FLUSHES").is_some();
+    if !from_env {
+        assert_eq!(q.split_bytes, 0, "one compute queue: flushes are not split by default");
+    }
     let off = device_with(|b| b.copy_queues(false));
     assert_eq!(off.copy_queues(), None);
     drop(off);
@@ -40,6 +44,9 @@ fn the_device_reports_where_its_copy_queues_are() {
     let q = turns.copy_queues().unwrap();
     let family = &turns.info().queue_families[turns.queue_family() as usize];
     assert_eq!((q.compute_turns, q.compute_queues), (3, family.queue_count.min(3)), "{q:?}");
+    if !from_env {
+        assert_eq!(q.split_bytes, 16 << 20, "several compute turns: parts of 16 MiB by default");
+    }
     drop(turns);
     finish(device);
 }

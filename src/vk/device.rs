@@ -74,8 +74,9 @@ pub enum RobustAccess {
     Robustness2,
 }
 
-/// The split size of heavy flushes on copy queues by default ([`DeviceBuilder::split_flushes`]).
-const DEFAULT_SPLIT_BYTES: u64 = 0;
+/// The split size of heavy flushes on copy queues by default, with several compute queues
+/// ([`DeviceBuilder::split_flushes`]).
+const DEFAULT_SPLIT_BYTES: u64 = 16 << 20;
 
 /// Chooses and opens a device. [`Device::new`] is `DeviceBuilder::new().build()`.
 ///
@@ -182,13 +183,22 @@ impl DeviceBuilder {
 
     /// With copy queues on ([`DeviceBuilder::copy_queues`]), a flush whose batch items carry
     /// at least `2 × bytes` between host and GPU memory (the records of a
-    /// [`crate::Crypto`] flush, see [`crate::batch::BatchKind::bytes`]) goes to the GPU as
+    /// [`crate::crypto::Crypto`] flush, see [`crate::batch::BatchKind::bytes`]) goes to the GPU as
     /// several submissions of about `bytes` each, at most 8, each a run of consecutive items:
     /// the input queue uploads one while the compute queue runs the one before and the output
     /// queue reads back the one before that, where one submission would copy in, compute and
     /// copy out one after another. Its waiters wait for the last. 0 turns it off;
-    /// `VKASYNC_SPLIT_FLUSHES=<MiB>` sets it from the environment. Without copy queues it has no
-    /// effect. See [`crate::CopyQueueInfo::split_bytes`].
+    /// `VKASYNC_SPLIT_FLUSHES=<MiB>` sets it from the environment. Without copy queues it has
+    /// no effect. See [`crate::CopyQueueInfo::split_bytes`].
+    ///
+    /// The parts' kernels run beside one another only on several compute queues
+    /// ([`DeviceBuilder::compute_queues`]), so the default is 16 MiB with two or more, else 0:
+    /// 10,000 records of 16 KiB sealed from 16 tokio workers (`tls_pipeline`'s
+    /// `staged-shares`) at 16.3–17.4 GB/s with parts of 16 MiB and 4 compute queues, against
+    /// 13.8–15.9 with either alone or neither, ahead in 6 rounds of 6 on two H100 hosts
+    /// (2026-12-06, `BENCHMARKS.md`). The native executor's front (one thread) lost there in 4
+    /// of 6 rounds (4.3–5.4 against 4.4–6.2 GB/s); the tokio front with a task per record was
+    /// unchanged.
     pub fn split_flushes(mut self, bytes: u64) -> Self {
         self.split_bytes = Some(bytes);
         self
@@ -226,7 +236,7 @@ impl DeviceBuilder {
             std::env::var("VKASYNC_SPLIT_FLUSHES")
                 .ok()
                 .and_then(|v| v.trim().parse::<u64>().ok())
-                .map_or(DEFAULT_SPLIT_BYTES, |mib| mib.saturating_mul(1 << 20))
+                .map_or(if compute_queues > 1 { DEFAULT_SPLIT_BYTES } else { 0 }, |mib| mib.saturating_mul(1 << 20))
         });
         let queues = QueueOptions { copy: copy_queues, compute: compute_queues, split_bytes };
         Device::open(validation, &selector, self.loader.as_deref(), self.stage_always, robust, copies, queues)
