@@ -75,8 +75,11 @@ pub(crate) trait Backend: Send + 'static {
     /// records into a new, empty recording) with what encoding it needs. The core runs at most
     /// one job of a backend at a time, so a job may carry the backend's command pool.
     fn begin_flush(&mut self) -> Self::Job;
-    /// Without the core's lock: encodes the job and submits it in one submission, returning
-    /// the value it signals. On error the work is discarded and no value is handed out.
+    /// Without the core's lock: encodes the job and submits it in one submission (a heavy
+    /// flush on copy queues in several, see [`crate::CopyQueueInfo::split_bytes`]), returning
+    /// the value the last one signals. On error the work not yet submitted is discarded and no
+    /// value is handed out; parts already submitted stay in flight until their values are
+    /// reached.
     fn run_flush(job: &mut Self::Job) -> Result<FlushInfo>;
     /// Under the core's lock again: the job's submission (if it made one) goes in flight, and
     /// what the job borrowed comes back.

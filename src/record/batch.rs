@@ -367,6 +367,19 @@ pub(crate) mod tests {
         fn fail(&self, _items: Vec<u32>, _error: &crate::Error) {}
     }
 
+    /// Another kind of `u32` items, whose items carry 100 bytes each.
+    struct Other;
+    impl BatchKind for Other {
+        type Item = u32;
+        fn encode(&self, _items: &mut Vec<u32>, _enc: &mut Encoder<'_>) -> Result<()> {
+            Ok(())
+        }
+        fn fail(&self, _items: Vec<u32>, _error: &crate::Error) {}
+        fn bytes(&self, items: &[u32]) -> u64 {
+            items.len() as u64 * 100
+        }
+    }
+
     /// The capacity of the items of kind `Kind` in `batches`.
     fn room_of(batches: &mut Batches) -> usize {
         batches
@@ -401,14 +414,6 @@ pub(crate) mod tests {
     /// its order, however many merges brought them; another kind's stay apart.
     #[test]
     fn merged_items_come_after_the_recordings_own_in_the_order_they_came() {
-        struct Other;
-        impl BatchKind for Other {
-            type Item = u32;
-            fn encode(&self, _items: &mut Vec<u32>, _enc: &mut Encoder<'_>) -> Result<()> {
-                Ok(())
-            }
-            fn fail(&self, _items: Vec<u32>, _error: &crate::Error) {}
-        }
         let (kind, other) = (Arc::new(Kind), Arc::new(Other));
         let mut rec = Batches::with_room(8);
         rec.push(&kind, 1);
@@ -440,17 +445,6 @@ pub(crate) mod tests {
     /// the first parts only, and no part is empty.
     #[test]
     fn a_split_keeps_the_first_run_and_hands_out_the_others_in_order() {
-        struct Other;
-        impl BatchKind for Other {
-            type Item = u32;
-            fn encode(&self, _items: &mut Vec<u32>, _enc: &mut Encoder<'_>) -> Result<()> {
-                Ok(())
-            }
-            fn fail(&self, _items: Vec<u32>, _error: &crate::Error) {}
-            fn bytes(&self, items: &[u32]) -> u64 {
-                items.len() as u64 * 100
-            }
-        }
         let (kind, other) = (Arc::new(Kind), Arc::new(Other));
         let mut rec = Batches::default();
         for i in 0..4 {
