@@ -197,8 +197,8 @@ impl DeviceBuilder {
     /// `staged-shares`) at 16.3–17.4 GB/s with parts of 16 MiB and 4 compute queues, against
     /// 13.8–15.9 with either alone or neither, ahead in 6 rounds of 6 on two H100 hosts
     /// (2026-12-06, `BENCHMARKS.md`). The native executor's front (one thread) lost there in 4
-    /// of 6 rounds (4.3–6.0 against 4.4–6.2 GB/s); the tokio front with a task per record was
-    /// unchanged.
+    /// of 6 rounds (4.3–6.0 against 4.4–6.2 GB/s) and held on a third host (8.1–8.9 against
+    /// 8.6–8.8 in 4 rounds); the tokio front with a task per record was unchanged.
     pub fn split_flushes(mut self, bytes: u64) -> Self {
         self.split_bytes = Some(bytes);
         self
