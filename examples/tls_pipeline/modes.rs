@@ -107,6 +107,38 @@ fn process_cpu_time() -> Duration {
     Duration::ZERO
 }
 
+/// A timed interval: wall time and the process's host CPU time. With `VKASYNC_PERF_CTL` set to
+/// the control FIFO of a `perf record -D -1 --control fifo:PATH`, the profiler samples only
+/// inside timed intervals (set-up, warm-up and verification stay out of the profile).
+struct Clock {
+    start: Instant,
+    cpu: Duration,
+}
+
+impl Clock {
+    fn start() -> Clock {
+        perf_control("enable");
+        Clock { start: Instant::now(), cpu: process_cpu_time() }
+    }
+
+    /// The interval's wall and host CPU time.
+    fn stop(self) -> (Duration, Duration) {
+        let out = (self.start.elapsed(), process_cpu_time() - self.cpu);
+        perf_control("disable");
+        out
+    }
+}
+
+/// Writes `command` to the `perf` control FIFO named by `VKASYNC_PERF_CTL`, if set.
+fn perf_control(command: &str) {
+    use std::io::Write;
+    if let Some(path) = std::env::var_os("VKASYNC_PERF_CTL") {
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(path) {
+            let _ = writeln!(f, "{command}");
+        }
+    }
+}
+
 /// RustCrypto on `threads` host threads (`cpu-1`, `cpu-all`): one worker per thread over its
 /// contiguous share of the connections, sealing each record in place. As in the GPU fronts, the
 /// output buffers (copies of the plaintexts), the tags and the latencies are made before the
@@ -118,7 +150,7 @@ pub fn run_cpu(conns: &[Conn], threads: usize) -> Run {
     let mut tags: Vec<Vec<[u8; 32]>> = conns.iter().map(|c| vec![[0; 32]; c.records.len()]).collect();
     let mut lats: Vec<Vec<Duration>> = conns.iter().map(|c| vec![Duration::ZERO; c.records.len()]).collect();
     let per = conns.len().div_ceil(threads.max(1)).max(1);
-    let (start, cpu_start) = (Instant::now(), process_cpu_time());
+    let clock = Clock::start();
     std::thread::scope(|s| {
         let shares = conns.chunks(per).zip(bufs.chunks_mut(per)).zip(tags.chunks_mut(per)).zip(lats.chunks_mut(per));
         for (((conns, bufs), tags), lats) in shares {
@@ -136,14 +168,14 @@ pub fn run_cpu(conns: &[Conn], threads: usize) -> Run {
             });
         }
     });
-    let (wall, cpu) = (start.elapsed(), process_cpu_time() - cpu_start);
+    let (wall, cpu) = clock.stop();
     let out = bufs.into_iter().zip(tags).map(|(bufs, tags)| bufs.into_iter().zip(tags).collect()).collect();
     Run { out, latencies: lats.concat(), wall, cpu, submits: 0, dispatches: 0, host_waits: 0, stats: None }
 }
 
 pub fn run_blocking(device: &Device, crypto: &Crypto, conns: &[Conn]) -> Result<Run, Error> {
     let before = device.last_submitted();
-    let (start, cpu_start) = (Instant::now(), process_cpu_time());
+    let clock = Clock::start();
     let mut out = Vec::new();
     let mut latencies = Vec::new();
     for c in conns {
@@ -160,7 +192,7 @@ pub fn run_blocking(device: &Device, crypto: &Crypto, conns: &[Conn]) -> Result<
         }
         out.push(sealed);
     }
-    let (wall, cpu) = (start.elapsed(), process_cpu_time() - cpu_start);
+    let (wall, cpu) = clock.stop();
     let submits = device.last_submitted() - before;
     Ok(Run { out, latencies, wall, cpu, submits, dispatches: submits, host_waits: submits, stats: None })
 }
@@ -213,7 +245,7 @@ pub fn run_executor(
     // Outputs start as copies of the plaintexts (made before the clock starts): sealing in place
     // needs no allocation on the timed path.
     let bufs = conns.iter().map(|c| Bufs::of(crypto, c, staged)).collect::<Result<Vec<_>, Error>>()?;
-    let (start, cpu_start) = (Instant::now(), process_cpu_time());
+    let clock = Clock::start();
     let handles: Vec<_> = bufs
         .into_iter()
         .enumerate()
@@ -234,7 +266,7 @@ pub fn run_executor(
         }
         v
     });
-    let (wall, cpu) = (start.elapsed(), process_cpu_time() - cpu_start);
+    let (wall, cpu) = clock.stop();
     let results: Result<Vec<_>, Error> =
         results.into_iter().map(|r| r.expect("a connection's task panicked")).collect();
     Run::of_tasks(results?, wall, cpu, exec.stats())
@@ -326,9 +358,9 @@ pub fn run_tokio_shares(crypto: &Crypto, conns: &Arc<Vec<Conn>>, workers: usize)
 /// shut down after it stops).
 fn timed_on_tokio<R>(workers: usize, body: impl FnOnce(&tokio::runtime::Runtime) -> R) -> (R, Duration, Duration) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a tokio runtime");
-    let (start, cpu_start) = (Instant::now(), process_cpu_time());
+    let clock = Clock::start();
     let r = body(&rt);
-    let (wall, cpu) = (start.elapsed(), process_cpu_time() - cpu_start);
+    let (wall, cpu) = clock.stop();
     drop(rt);
     (r, wall, cpu)
 }
