@@ -37,6 +37,7 @@ mod rig;
 #[path = "support"]
 mod support {
     pub mod args;
+    pub mod profile;
     pub mod queues;
 }
 
@@ -281,12 +282,16 @@ fn measure(
                 let variant = &variants[v];
                 let base = CURRENT.load(Ordering::Relaxed);
                 PEAK.store(base, Ordering::Relaxed);
+                if rep > 0 {
+                    support::profile::timed();
+                }
                 let start = Instant::now();
                 let b = rigs[variant.rig].run(MODES[m], tasks, n, k, &want, variant.zeroed)?;
+                let us = start.elapsed().as_secs_f64() * 1e6 / tasks as f64;
+                support::profile::untimed();
                 if let (Some(b), true) = (b, rep > 0) {
                     breakdown[c] = b;
                 }
-                let us = start.elapsed().as_secs_f64() * 1e6 / tasks as f64;
                 // Sequential has one task in flight at a time; the others have all T.
                 let in_flight = if MODES[m] == "sequential" { 1 } else { tasks };
                 let peak = (PEAK.load(Ordering::Relaxed) - base) as f64 / in_flight as f64;

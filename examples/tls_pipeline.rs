@@ -85,6 +85,7 @@ mod modes;
 #[path = "support"]
 mod support {
     pub mod args;
+    pub mod profile;
     pub mod queues;
 }
 
@@ -311,9 +312,11 @@ impl Devices {
         let naive = Device::builder().copy_queues(false).build()?;
         // Kept where the device puts uploads on a queue of their own (a transfer-only family).
         // Four compute queues let the parts of a heavy flush (`DeviceBuilder::split_flushes`)
-        // run their kernels beside one another.
+        // run their kernels beside one another (`VKASYNC_COMPUTE_QUEUES` chooses another count,
+        // for A/B runs of one binary).
+        let compute = std::env::var("VKASYNC_COMPUTE_QUEUES").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(4);
         let with_copy_queues = match copy_queues {
-            true => Some(Device::builder().copy_queues(true).compute_queues(4).build()?),
+            true => Some(Device::builder().copy_queues(true).compute_queues(compute).build()?),
             false => None,
         };
         let coalesced = with_copy_queues

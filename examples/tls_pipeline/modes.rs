@@ -5,6 +5,7 @@
 //! set. Every run also measures the process's host CPU time over its timed interval (Linux).
 
 use crate::conns::{Conn, SealKeys, Sealed};
+use crate::support::profile;
 use crate::support::queues::{pipeline_depth, queue_builder};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -107,9 +108,8 @@ fn process_cpu_time() -> Duration {
     Duration::ZERO
 }
 
-/// A timed interval: wall time and the process's host CPU time. With `VKASYNC_PERF_CTL` set to
-/// the control FIFO of a `perf record -D -1 --control fifo:PATH`, the profiler samples only
-/// inside timed intervals (set-up, warm-up and verification stay out of the profile).
+/// A timed interval: wall time and the process's host CPU time. A profiler run as
+/// `support::profile` describes samples only inside such intervals.
 struct Clock {
     start: Instant,
     cpu: Duration,
@@ -117,25 +117,15 @@ struct Clock {
 
 impl Clock {
     fn start() -> Clock {
-        perf_control("enable");
+        profile::timed();
         Clock { start: Instant::now(), cpu: process_cpu_time() }
     }
 
     /// The interval's wall and host CPU time.
     fn stop(self) -> (Duration, Duration) {
         let out = (self.start.elapsed(), process_cpu_time() - self.cpu);
-        perf_control("disable");
+        profile::untimed();
         out
-    }
-}
-
-/// Writes `command` to the `perf` control FIFO named by `VKASYNC_PERF_CTL`, if set.
-fn perf_control(command: &str) {
-    use std::io::Write;
-    if let Some(path) = std::env::var_os("VKASYNC_PERF_CTL") {
-        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(path) {
-            let _ = writeln!(f, "{command}");
-        }
     }
 }
 
