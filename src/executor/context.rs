@@ -347,21 +347,18 @@ pub(crate) struct BatchAndSettle<'a, K: crate::record::batch::BatchKind, S> {
 impl<K: crate::record::batch::BatchKind, S> Unpin for BatchAndSettle<'_, K, S> {}
 
 impl<K: crate::record::batch::BatchKind, S: Fn() -> bool> BatchAndSettle<'_, K, S> {
-    /// Records the item: on an executor's context into the recording (the wait starts after);
-    /// on a queue's, through the thread's lane while the GPU is busy, else under the lock (which
-    /// submits at once, or refuses a kind of another device), the wait started in the same step.
+    /// Records the item and starts its wait: on a queue's context through the thread's lane
+    /// while the GPU is busy; otherwise (always on an executor's) under one hold of the lock,
+    /// which refuses a kind of another device (and, on a queue, submits at once).
     fn record(&mut self, item: K::Item, cx: &mut TaskContext<'_>) -> Result<Poll<Result<()>>> {
         let ctx = self.ctx;
-        if ctx.keep.is_none() {
-            ctx.batch(self.kind, item)?;
-            let mut wait = ctx.synchronize().inner;
-            let poll = Pin::new(&mut wait).poll(cx);
-            self.wait = Some(wait);
-            return Ok(poll);
-        }
         let id = ctx.trace_id();
         let same_device = self.kind.device().is_none_or(|d| d.same_device(&ctx.device));
-        let laned = if same_device { ctx.shared.batch_in_lane(&ctx.state, id, self.kind, item, cx) } else { Err(item) };
+        let laned = if same_device && ctx.keep.is_some() {
+            ctx.shared.batch_in_lane(&ctx.state, id, self.kind, item, cx)
+        } else {
+            Err(item)
+        };
         let (wait, poll) = match laned {
             Ok(laned) => laned,
             Err(item) => {
