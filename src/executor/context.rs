@@ -263,12 +263,13 @@ impl Ctx {
     /// that carries it. Resolves early, without the GPU, once `settled()` says the item needs
     /// no GPU wait (it ran on the host, or its batch failed).
     ///
-    /// On a [`crate::Queue`]'s context both happen at the first poll: through the thread's lane
-    /// (without the queue's lock) while the GPU has no room for another submission, else under
-    /// one hold of the lock (as in [`Ctx::read`]), which submits at once if the GPU is idle. An
-    /// executor's context keeps the two steps: its one thread meets no contention there, so
-    /// there is nothing to gain (measured with one hold, the executor moved 0.88–0.96×, about as
-    /// much as between two builds with the same executor code: 0.80–1.13×).
+    /// Both happen at the first poll. On a [`crate::Queue`]'s context, through the thread's lane
+    /// (without the queue's lock) while the GPU has no room for another submission; otherwise,
+    /// and always on an executor's context, under one hold of the lock (as in [`Ctx::read`]),
+    /// which on a queue submits at once if the GPU is idle. For the executor's one thread that
+    /// is one lock and one epoch lookup less per record; measured on H100 hosts it stays inside
+    /// the spread (0.88–0.96× once; 0.84, 1.11 and 1.09× in three rounds of 2026-12-06, where two
+    /// builds of the same executor code differ by 0.80–1.13×), and it leaves one path for both fronts.
     ///
     /// A hand-written future rather than an `async fn`: an `async fn` keeps its argument `item`
     /// and the local it is moved into side by side in its state, and a task's future holds

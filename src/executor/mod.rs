@@ -63,8 +63,8 @@
 //! under the lock; once any waiter got one, woken futures always look under the lock, since a
 //! slot that holds a failure is not freed by its work's later success. A future dropped while
 //! it waits frees its slot. [`Ctx::read`] records its read-back and registers its wait under
-//! one hold of the lock. So a job that uploads, dispatches and reads takes the lock three
-//! times.
+//! one hold of the lock, and so does a coalesced item's wait when it does not go through a
+//! lane (below). So a job that uploads, dispatches and reads takes the lock three times.
 //!
 //! **Lanes.** A coalesced item ([`crate::batch`], the crypto calls) of a [`Queue`]'s context,
 //! added while the GPU has no room for another submission (a flush runs, or the pipeline is
