@@ -13,23 +13,24 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 /// The ready queue. Wakers may fire on any thread, so it is a mutex; the executor's thread is
 /// unparked when a task becomes ready.
 pub(crate) struct ReadyQueue {
-    queue: Mutex<VecDeque<Runnable>>,
+    queue: Mutex<VecDeque<Runnable<Aborted>>>,
     thread: std::thread::Thread,
 }
 
 impl ReadyQueue {
-    fn push(&self, r: Runnable) {
+    fn push(&self, r: Runnable<Aborted>) {
         lock(&self.queue).push_back(r);
         self.thread.unpark();
     }
 
-    fn pop(&self) -> Option<Runnable> {
+    fn pop(&self) -> Option<Runnable<Aborted>> {
         lock(&self.queue).pop_front()
     }
 
@@ -65,9 +66,9 @@ pub(crate) struct Local<B: Backend> {
     /// The model of a [`crate::Queue`] (tests only): the loop never flushes when idle, so
     /// awaited work goes out only by group commit.
     queue_like: Cell<bool>,
-    /// Abort handles of the unfinished tasks, so that shutdown can cancel every one of them
-    /// (a task whose only waker is stored inside itself would otherwise never be dropped).
-    live: RefCell<Vec<Option<futures::future::AbortHandle>>>,
+    /// The unfinished tasks, so that [`JoinHandle::abort`] and shutdown can cancel them (a task
+    /// whose only waker is stored inside itself would otherwise never be dropped).
+    live: RefCell<Vec<Option<Live>>>,
     /// Free slots of `live`.
     free_slots: RefCell<Vec<usize>>,
     /// How many `run_until` calls are on the stack (a `JoinHandle` polled with none would
@@ -123,41 +124,44 @@ impl<B: Backend> Local<B> {
         F: Future + 'static,
         F::Output: 'static,
     {
-        let (abortable, abort) = futures::future::abortable(future);
-        let id = {
+        let id = self.free_slots.borrow_mut().pop().unwrap_or_else(|| {
             let mut live = self.live.borrow_mut();
-            match self.free_slots.borrow_mut().pop() {
-                Some(i) => {
-                    live[i] = Some(abort.clone());
-                    i
-                }
-                None => {
-                    live.push(Some(abort.clone()));
-                    live.len() - 1
-                }
-            }
-        };
+            live.push(None);
+            live.len() - 1
+        });
         let guard = TaskGuard { local: Rc::downgrade(self), id };
         let trace = self.core.trace.as_ref().map(|t| {
             let task = crate::trace::next_id();
             t.instant(crate::trace::HostKind::Spawn, &[task]);
             task
         });
-        let wrapped = async move {
-            let _guard = guard;
-            Traced { inner: CatchTask::new(abortable), trace }.await
-        };
         bump(&self.core.counters.tasks_spawned, 1);
         self.tasks_alive.set(self.tasks_alive.get() + 1);
         let ready = self.ready.clone();
-        let (runnable, task) = async_task::spawn_local(wrapped, move |r| ready.push(r));
+        // The abort flag lives in the task's header (its metadata), beside the future: no
+        // allocation of its own, and the future reads it through a pointer that stays valid for
+        // as long as the future exists.
+        let (runnable, task) = async_task::Builder::new().metadata(Aborted::default()).spawn_local(
+            move |aborted: &Aborted| {
+                let aborted = aborted as *const Aborted;
+                async move {
+                    let _guard = guard;
+                    Traced { inner: CatchTask::new(future, aborted), trace }.await
+                }
+            },
+            move |r| ready.push(r),
+        );
+        let entry = Live { waker: runnable.waker(), aborted: task.metadata() as *const Aborted };
+        if let Some(slot) = self.live.borrow_mut().get_mut(id) {
+            *slot = Some(entry);
+        }
         if self.closed.get() {
             // The executor is gone: the task is cancelled without running.
             drop(runnable);
         } else {
             runnable.schedule();
         }
-        JoinHandle::new(task.fallible(), abort, self.clone() as Rc<dyn Runner>)
+        JoinHandle::new(task.fallible(), id, self.clone() as Rc<dyn Runner>)
     }
 
     /// Runs tasks until `done()` says so. See the protocol in the module docs.
@@ -241,8 +245,9 @@ impl<B: Backend> Local<B> {
         // Cancel every unfinished task: aborting schedules it, and dropping its runnable drops
         // its future. Drop them outside any borrow: their destructors may touch the core.
         let live: Vec<_> = self.live.borrow_mut().drain(..).flatten().collect();
-        for h in live {
-            h.abort();
+        self.free_slots.borrow_mut().clear();
+        for t in live {
+            t.abort();
         }
         loop {
             let wakers = self.core.take_all_wakers();
@@ -265,6 +270,8 @@ pub(crate) trait Runner {
     fn run_until_dyn(&self, done: &mut dyn FnMut() -> bool);
     /// Whether a loop of this executor is running (on this thread).
     fn is_running(&self) -> bool;
+    /// Cancels the unfinished task in slot `id` at its next poll (see [`JoinHandle::abort`]).
+    fn abort(&self, id: usize);
 }
 
 impl<B: Backend> Runner for Local<B> {
@@ -273,6 +280,39 @@ impl<B: Backend> Runner for Local<B> {
     }
     fn is_running(&self) -> bool {
         self.running.get() > 0
+    }
+    fn abort(&self, id: usize) {
+        let live = self.live.borrow();
+        if let Some(Some(t)) = live.get(id) {
+            t.aborted().0.store(true, Ordering::Relaxed);
+            t.waker.wake_by_ref();
+        }
+    }
+}
+
+/// A task's abort flag, in its header ([`async_task::Builder::metadata`]).
+#[derive(Default)]
+pub(crate) struct Aborted(AtomicBool);
+
+/// An unfinished task: a waker to schedule it, and its abort flag.
+struct Live {
+    waker: Waker,
+    /// Points into the task's header, which lives as long as any waker of the task: `waker`
+    /// keeps it alive while this entry exists.
+    aborted: *const Aborted,
+}
+
+impl Live {
+    fn aborted(&self) -> &Aborted {
+        // SAFETY: `aborted` points into the header of the task `waker` refers to, and a task's
+        // header is freed only once its last waker, runnable and handle are gone.
+        unsafe { &*self.aborted }
+    }
+
+    /// Cancels the task at its next poll, and schedules it.
+    fn abort(self) {
+        self.aborted().0.store(true, Ordering::Relaxed);
+        self.waker.wake();
     }
 }
 
@@ -323,40 +363,44 @@ impl<F: Future> Future for Traced<F> {
     }
 }
 
-/// Runs a task's (abortable) future and turns every panic it raises into a [`JoinError`]: a
-/// panic while it is polled, and a panic while it is dropped, which happens after it finished,
-/// after it was aborted, or when the executor shuts down. Nothing a task does can unwind into the
-/// executor's loop.
+/// Runs a task's future and turns every panic it raises into a [`JoinError`]: a panic while it
+/// is polled, and a panic while it is dropped, which happens after it finished, after it was
+/// aborted, or when the executor shuts down. Nothing a task does can unwind into the executor's
+/// loop. A poll after the task's abort flag was set drops the future instead of polling it.
 struct CatchTask<F> {
     /// Structurally pinned: never moved out, only dropped in place (by `Pin::set` or `Drop`).
     inner: Option<F>,
+    /// The task's abort flag, in its header.
+    aborted: *const Aborted,
 }
 
 impl<F> CatchTask<F> {
-    fn new(inner: F) -> Self {
-        CatchTask { inner: Some(inner) }
+    fn new(inner: F, aborted: *const Aborted) -> Self {
+        CatchTask { inner: Some(inner), aborted }
     }
 }
 
-impl<F, T> Future for CatchTask<F>
-where
-    F: Future<Output = std::result::Result<T, futures::future::Aborted>>,
-{
-    type Output = std::result::Result<T, JoinError>;
+impl<F: Future> Future for CatchTask<F> {
+    type Output = std::result::Result<F::Output, JoinError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: `aborted` points into the header of the task that holds this future, which
+        // outlives the future.
+        let aborted = unsafe { &*self.aborted }.0.load(Ordering::Relaxed);
         // SAFETY: `inner` is structurally pinned: this type never moves it out of `self`; it is
         // only dropped in place, through `Pin::set` below or by `Drop`.
         let mut inner = unsafe { self.map_unchecked_mut(|s| &mut s.inner) };
         let Some(fut) = inner.as_mut().as_pin_mut() else {
             return Poll::Ready(Err(JoinError::cancelled()));
         };
-        let polled = catch_unwind(AssertUnwindSafe(|| fut.poll(cx)));
-        let out = match polled {
-            Ok(Poll::Pending) => return Poll::Pending,
-            Ok(Poll::Ready(Ok(v))) => Ok(v),
-            Ok(Poll::Ready(Err(futures::future::Aborted))) => Err(JoinError::cancelled()),
-            Err(payload) => Err(JoinError::panicked(payload)),
+        let out = if aborted {
+            Err(JoinError::cancelled())
+        } else {
+            match catch_unwind(AssertUnwindSafe(|| fut.poll(cx))) {
+                Ok(Poll::Pending) => return Poll::Pending,
+                Ok(Poll::Ready(v)) => Ok(v),
+                Err(payload) => Err(JoinError::panicked(payload)),
+            }
         };
         // An aborted future still holds the task's locals: drop them here, where a panic in
         // their destructors can still be caught and reported as the task's outcome.

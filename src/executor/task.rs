@@ -2,7 +2,6 @@
 
 use super::backend::VulkanBackend;
 use super::local::{Local, Runner};
-use futures::future::AbortHandle;
 use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
@@ -77,8 +76,9 @@ impl JoinError {
 /// after that.
 #[must_use = "dropping a JoinHandle detaches the task; await it, join() it, or drop it on purpose"]
 pub struct JoinHandle<T> {
-    task: Option<async_task::FallibleTask<Result<T, JoinError>>>,
-    abort: AbortHandle,
+    task: Option<async_task::FallibleTask<Result<T, JoinError>, super::local::Aborted>>,
+    /// The task's slot in its executor's list of unfinished tasks.
+    id: usize,
     runner: Rc<dyn Runner>,
 }
 
@@ -90,16 +90,19 @@ impl<T> std::fmt::Debug for JoinHandle<T> {
 
 impl<T> JoinHandle<T> {
     pub(crate) fn new(
-        task: async_task::FallibleTask<Result<T, JoinError>>,
-        abort: AbortHandle,
+        task: async_task::FallibleTask<Result<T, JoinError>, super::local::Aborted>,
+        id: usize,
         runner: Rc<dyn Runner>,
     ) -> Self {
-        JoinHandle { task: Some(task), abort, runner }
+        JoinHandle { task: Some(task), id, runner }
     }
 
     /// Cancels the task at its next await point (or before it first runs).
     pub fn abort(&self) {
-        self.abort.abort();
+        // A finished task's slot may hold another task by now; an unfinished one's is its own.
+        if !self.is_finished() {
+            self.runner.abort(self.id);
+        }
     }
 
     /// Whether the task has finished (completed, panicked or been cancelled).
