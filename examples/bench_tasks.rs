@@ -288,7 +288,9 @@ fn measure(
                 let start = Instant::now();
                 let b = rigs[variant.rig].run(MODES[m], tasks, n, k, &want, variant.zeroed)?;
                 let us = start.elapsed().as_secs_f64() * 1e6 / tasks as f64;
-                support::profile::untimed();
+                if rep > 0 {
+                    support::profile::untimed();
+                }
                 if let (Some(b), true) = (b, rep > 0) {
                     breakdown[c] = b;
                 }

@@ -312,11 +312,13 @@ impl Devices {
         let naive = Device::builder().copy_queues(false).build()?;
         // Kept where the device puts uploads on a queue of their own (a transfer-only family).
         // Four compute queues let the parts of a heavy flush (`DeviceBuilder::split_flushes`)
-        // run their kernels beside one another (`VKASYNC_COMPUTE_QUEUES` chooses another count,
-        // for A/B runs of one binary).
-        let compute = std::env::var("VKASYNC_COMPUTE_QUEUES").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(4);
+        // run their kernels beside one another; where `VKASYNC_COMPUTE_QUEUES` is set (A/B runs
+        // of one binary), the builder takes the count from it instead.
+        let builder = Device::builder().copy_queues(true);
+        let builder =
+            if std::env::var_os("VKASYNC_COMPUTE_QUEUES").is_some() { builder } else { builder.compute_queues(4) };
         let with_copy_queues = match copy_queues {
-            true => Some(Device::builder().copy_queues(true).compute_queues(compute).build()?),
+            true => Some(builder.build()?),
             false => None,
         };
         let coalesced = with_copy_queues

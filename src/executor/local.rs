@@ -282,10 +282,8 @@ impl<B: Backend> Runner for Local<B> {
         self.running.get() > 0
     }
     fn abort(&self, id: usize) {
-        let live = self.live.borrow();
-        if let Some(Some(t)) = live.get(id) {
-            t.aborted().0.store(true, Ordering::Relaxed);
-            t.waker.wake_by_ref();
+        if let Some(Some(t)) = self.live.borrow().get(id) {
+            t.abort();
         }
     }
 }
@@ -310,9 +308,9 @@ impl Live {
     }
 
     /// Cancels the task at its next poll, and schedules it.
-    fn abort(self) {
+    fn abort(&self) {
         self.aborted().0.store(true, Ordering::Relaxed);
-        self.waker.wake();
+        self.waker.wake_by_ref();
     }
 }
 
