@@ -31,11 +31,11 @@ if ls .gl/*.deb > /dev/null 2>&1; then
     for f in .gl/*.deb; do dpkg -x "$f" /; done
     ldconfig
 fi
-icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-[ -f "$icd" ] && export VK_DRIVER_FILES=$icd
+# shellcheck source=gpu_env.sh
+. "$tools/gpu_env.sh"
 
 printf '%s\n' "$@" > "$R/builds.txt"
-{ date -u; nproc; uname -r; } > "$R/host.txt"
+host_describe > "$R/host.txt"
 clocks=""
 if command -v nvidia-smi > /dev/null; then
     nvidia-smi -L > "$R/gpu.txt" 2>&1

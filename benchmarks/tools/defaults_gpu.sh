@@ -20,9 +20,9 @@ if ls .gl/*.deb > /dev/null 2>&1; then
     for f in .gl/*.deb; do dpkg -x "$f" /; done
     ldconfig
 fi
-icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-[ -f "$icd" ] && export VK_DRIVER_FILES=$icd
-{ date -u; nproc; uname -r; nvidia-smi -L 2>&1; } > "$R/host.txt"
+# shellcheck source=gpu_env.sh
+. "$(dirname "$0")/gpu_env.sh"
+{ host_describe; nvidia-smi -L 2>&1; } > "$R/host.txt"
 clocks=""
 if command -v nvidia-smi > /dev/null; then
     nvidia-smi --query-gpu=timestamp,clocks.sm,utilization.gpu --format=csv -lms 50 > "$R/clocks-50ms.csv" 2>&1 &
