@@ -18,12 +18,14 @@
 # time in the flushes). Builds are run in the order given, the first also for `cpu-all` and the
 # warm-up. A build's stats line (flushes, flush_ms, ...) is in its process's `.txt`;
 # `ab_summary.sh` writes `summary.csv` (one row per process), `clocks-by-run.txt` and
-# `traces.txt`. Carry `.gl` and `.gpu` (see `../shared/GPU.md`).
+# `traces.txt`. Each process's `/proc/stat` CPU lines before and after it are in `stat/`: the
+# share of the host's time the hypervisor gave to others while it ran (steal) is in the summary.
+# Carry `.gl` and `.gpu` (see `../shared/GPU.md`).
 set -u
 [ $# -ge 1 ] || { echo "usage: $0 NAME=BINARY [NAME=BINARY ...]" >&2; exit 2; }
 OUT=${OUT:-/tmp/ab-out}
 R=$OUT/ab
-mkdir -p "$R/csv" "$R/runs"
+mkdir -p "$R/csv" "$R/runs" "$R/stat"
 tools=$(cd "$(dirname "$0")" && pwd)
 
 # The Vulkan loader and the NVIDIA ICD, as GPU.md describes (skipped where absent).
@@ -49,8 +51,10 @@ export ROUNDS=${ROUNDS:-3} SIZES=${SIZES:-"16384 1024"} MODES=${MODES:-staged-to
 export CONNECTIONS=${CONNECTIONS:-10000} REPS=${REPS:-9}
 timeout "${BUDGET:-400}" bash -c '
 one() { # name binary mode size
+    grep "^cpu" /proc/stat > $R/stat/$1.txt
     "$2" --connections $CONNECTIONS --records 1 --record-size $4 --reps $REPS --modes $3 \
         --csv $R/csv/$1.csv --runs-csv $R/runs/$1.csv > $R/$1.txt 2>&1
+    grep "^cpu" /proc/stat >> $R/stat/$1.txt
 }
 one warm "$first" staged-tokio 1024
 for round in $(seq 1 $ROUNDS); do

@@ -7,7 +7,8 @@
 # 2. `defaults/` (`defaults_gpu.sh`): the main example with no arguments, with and without copy
 #    queues;
 # 3. `tasks/`: `bench_tasks`, a lone job and T = 1,000 jobs beside the hand-written submit-and-wait
-#    (`raw-batch`), three processes;
+#    (`raw-batch`), three processes, each with the steal time while it ran (`tasks/N.stat`,
+#    `steal.py`);
 # 4. `auto/`: the `Offload::Auto` sweep, C connections × 4 records for C = 1 … 10,000 at 1 KiB
 #    and 16 KiB: `auto`, `auto-tokio`, the host alone (`host`), the GPU alone (`coalesced`), and a
 #    plain RustCrypto loop (`cpu-1`).
@@ -38,7 +39,9 @@ cp .gpu/commits.txt "$R/" 2> /dev/null
 clocks_start "$R/clocks-50ms.csv"
 timeout 45 bash -c '
 for r in 1 2 3; do
+    grep "^cpu" /proc/stat > $R/tasks/$r.stat
     .gpu/bt --modes raw-batch,executor,tokio --tasks 1,1000 --reps 15 --out $R/tasks/$r > $R/tasks/$r.txt 2>&1
+    grep "^cpu" /proc/stat >> $R/tasks/$r.stat
 done'
 echo "tasks: exit $?" > "$R/exit.txt"
 timeout 110 bash -c '
