@@ -145,15 +145,28 @@ impl std::fmt::Debug for AesKey {
 impl AesKey {
     /// Validates `key` (16, 24 or 32 bytes, else [`Error::InvalidArgument`]) and expands it.
     pub fn new(key: &[u8]) -> Result<Self> {
-        let (rounds, schedule) = host::aes_expand_key(key).ok_or_else(|| {
+        let mut k = Self::blank();
+        k.expand(key)?;
+        Ok(k)
+    }
+
+    /// A key of no rounds, all zeros, for [`AesKey::expand`] to fill where it is kept.
+    pub(super) fn blank() -> Self {
+        AesKey { rounds: 0, schedule: [0; 60], raw: [0; 32], host: std::sync::OnceLock::new() }
+    }
+
+    /// Validates `key` (16, 24 or 32 bytes, else [`Error::InvalidArgument`]) and expands it into
+    /// this [`AesKey::blank`] key, in place.
+    pub(super) fn expand(&mut self, key: &[u8]) -> Result<()> {
+        debug_assert_eq!(self.rounds, 0, "only a blank key is expanded");
+        self.rounds = host::aes_expand_key_into(key, &mut self.schedule).ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "an AES key must be 16, 24 or 32 bytes (AES-128/192/256), not {} bytes",
                 key.len()
             ))
         })?;
-        let mut raw = [0u8; 32];
-        raw[..key.len()].copy_from_slice(key);
-        Ok(AesKey { rounds, schedule, raw, host: std::sync::OnceLock::new() })
+        self.raw[..key.len()].copy_from_slice(key);
+        Ok(())
     }
 
     /// The key's bytes.

@@ -205,7 +205,7 @@ pub const AES_TE0: [u32; 256] = {
 /// Words of `aes_ctr`'s uniform buffer `AesKeyTables`: 15 round keys, then Te0.
 pub const AES_KEY_TABLES_WORDS: usize = 60 + 256;
 
-/// `aes_ctr`'s uniform buffer for the schedule `w` ([`aes_expand_key`]): `w` padded with zeros
+/// `aes_ctr`'s uniform buffer for the schedule `w` ([`aes_expand_key_into`]): `w` padded with zeros
 /// to 60 words (15 round keys), then the 256 words of [`AES_TE0`]. The schedule comes first, so
 /// the same buffer also serves `aes_ctr_v1`, which reads it as a storage buffer of round keys.
 pub fn aes_key_tables(w: &[u32]) -> Vec<u32> {
@@ -215,33 +215,34 @@ pub fn aes_key_tables(w: &[u32]) -> Vec<u32> {
     out
 }
 
-/// FIPS-197 key expansion. Returns `(nr, w)` with `nr` = 10/12/14 for a 16/24/32-byte key and
-/// `w` the schedule in FIPS-197 `w[i]` order (big-endian words): its first `4 * (nr + 1)` words,
-/// then zeros. Upload [`aes_key_tables`]`(w)` as `aes_ctr`'s binding 0 and push `nr`. `None` for
-/// any other key length.
+/// FIPS-197 key expansion into `w`, where the key is kept (so that no copy of the schedule is
+/// made on the way there). Returns `nr` = 10/12/14 for a 16/24/32-byte key, and leaves in `w`
+/// the schedule in FIPS-197 `w[i]` order (big-endian words): its first `4 * (nr + 1)` words;
+/// the words after them are left as they were (zeros in a new key). Upload
+/// [`aes_key_tables`]`(w)` as `aes_ctr`'s binding 0 and push `nr`. `None` for any other key
+/// length, `w` untouched.
 ///
 /// On an x86-64 host with AES-NI, 16- and 32-byte keys are expanded with `AESKEYGENASSIST`
 /// ([`ni`]): no table lookups, a few nanoseconds (a key per connection is on every connection's
 /// path). Otherwise, and for 24-byte keys, in plain Rust ([`aes_expand_key_soft`]).
-pub fn aes_expand_key(key: &[u8]) -> Option<(u32, [u32; 60])> {
+pub fn aes_expand_key_into(key: &[u8], w: &mut [u32; 60]) -> Option<u32> {
     let nr = match key.len() {
         16 => 10,
         24 => 12,
         32 => 14,
         _ => return None,
     };
-    let mut w = [0u32; 60];
     #[cfg(target_arch = "x86_64")]
     if key.len() != 24 && std::arch::is_x86_feature_detected!("aes") {
         // SAFETY: the CPU has AES-NI (checked just above), and `key` is 16 or 32 bytes.
-        unsafe { ni::expand(key, &mut w) };
-        return Some((nr, w));
+        unsafe { ni::expand(key, w) };
+        return Some(nr);
     }
-    aes_expand_key_soft(key, &mut w);
-    Some((nr, w))
+    aes_expand_key_soft(key, w);
+    Some(nr)
 }
 
-/// [`aes_expand_key`] in plain Rust, for a 16-, 24- or 32-byte key (FIPS-197 5.2).
+/// [`aes_expand_key_into`] in plain Rust, for a 16-, 24- or 32-byte key (FIPS-197 5.2).
 pub fn aes_expand_key_soft(key: &[u8], w: &mut [u32; 60]) {
     let nk = key.len() / 4;
     let total = 4 * (nk + 7);
@@ -425,6 +426,12 @@ pub fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `(nr, w)` of a key expanded into a new schedule of zeros.
+    fn aes_expand_key(key: &[u8]) -> Option<(u32, [u32; 60])> {
+        let mut w = [0u32; 60];
+        aes_expand_key_into(key, &mut w).map(|nr| (nr, w))
+    }
 
     fn hex(b: &[u8]) -> String {
         b.iter().map(|x| format!("{:02x}", x)).collect()

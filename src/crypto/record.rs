@@ -105,10 +105,10 @@ impl RecordKeys {
                 aes_key.len()
             )));
         }
-        Ok(RecordKeys {
-            keys: Arc::new(Keys { aes: AesKey::new(aes_key)?, mac: HmacKey::new(mac_key) }),
-            prefix: nonce_prefix,
-        })
+        // Expanded where they are kept: the schedule is not copied on its way into the `Arc`.
+        let mut keys = Arc::new(Keys { aes: AesKey::blank(), mac: HmacKey::new(mac_key) });
+        Arc::get_mut(&mut keys).expect("a new Arc has one owner").aes.expand(aes_key)?;
+        Ok(RecordKeys { keys, prefix: nonce_prefix })
     }
 
     fn aes(&self) -> &AesKey {
