@@ -29,21 +29,13 @@ mkdir -p "$R/csv" "$R/runs" "$R/stat"
 tools=$(cd "$(dirname "$0")" && pwd)
 
 # The Vulkan loader and the NVIDIA ICD, as GPU.md describes (skipped where absent).
-if ls .gl/*.deb > /dev/null 2>&1; then
-    for f in .gl/*.deb; do dpkg -x "$f" /; done
-    ldconfig
-fi
 # shellcheck source=gpu_env.sh
 . "$tools/gpu_env.sh"
 
 printf '%s\n' "$@" > "$R/builds.txt"
 host_describe > "$R/host.txt"
-clocks=""
-if command -v nvidia-smi > /dev/null; then
-    nvidia-smi -L > "$R/gpu.txt" 2>&1
-    nvidia-smi --query-gpu=timestamp,clocks.sm,utilization.gpu --format=csv -lms 50 > "$R/clocks-50ms.csv" 2>&1 &
-    clocks=$!
-fi
+command -v nvidia-smi > /dev/null && nvidia-smi -L > "$R/gpu.txt" 2>&1
+clocks_start "$R/clocks-50ms.csv"
 
 first=${1#*=}
 export R first

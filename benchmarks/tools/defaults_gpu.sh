@@ -16,18 +16,10 @@ bin=$1
 OUT=${OUT:-/tmp/defaults-out}
 R=$OUT/defaults
 mkdir -p "$R"
-if ls .gl/*.deb > /dev/null 2>&1; then
-    for f in .gl/*.deb; do dpkg -x "$f" /; done
-    ldconfig
-fi
 # shellcheck source=gpu_env.sh
 . "$(dirname "$0")/gpu_env.sh"
 { host_describe; nvidia-smi -L 2>&1; } > "$R/host.txt"
-clocks=""
-if command -v nvidia-smi > /dev/null; then
-    nvidia-smi --query-gpu=timestamp,clocks.sm,utilization.gpu --format=csv -lms 50 > "$R/clocks-50ms.csv" 2>&1 &
-    clocks=$!
-fi
+clocks_start "$R/clocks-50ms.csv"
 for round in $(seq 1 "${ROUNDS:-2}"); do
     for cq in on off; do
         "$bin" --copy-queues $cq --csv "$R/cq-$cq-$round.csv" --runs-csv "$R/cq-$cq-$round-runs.csv" \
