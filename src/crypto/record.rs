@@ -296,6 +296,11 @@ impl Crypto {
     }
 
     /// Seals a record too long for one slot: AES-CTR in pieces, then its tag on the host.
+    ///
+    /// The record calls box this future (and [`Crypto::open_pieces`]'s): records this long are
+    /// rare and an allocation is nothing beside their work, while inline its 528 bytes would
+    /// size the future of every call, and so every task that waits on one (see
+    /// `run_staged`).
     async fn seal_pieces(&self, ctx: &crate::Ctx, keys: &RecordKeys, seq: u64, io: Io<'_>) -> Result<[u8; 32]> {
         let nonce = keys.nonce(seq);
         let out = match io {
@@ -474,7 +479,7 @@ impl Crypto {
         }
         if !self.record_fits_one_slot(plaintext.len())? {
             let mut ciphertext = vec![0u8; plaintext.len()];
-            let tag = self.seal_pieces(ctx, keys, seq, Io::Separate(plaintext, &mut ciphertext)).await?;
+            let tag = Box::pin(self.seal_pieces(ctx, keys, seq, Io::Separate(plaintext, &mut ciphertext))).await?;
             return Ok(SealedRecord { ciphertext, tag });
         }
         PendingSeal(self.run_record(ctx, keys, seq, plaintext, false).await?).finish()
@@ -493,7 +498,7 @@ impl Crypto {
             return Ok(Self::seal_inline(keys, seq, buf));
         }
         if !self.record_fits_one_slot(buf.len())? {
-            return self.seal_pieces(ctx, keys, seq, Io::InPlace(buf)).await;
+            return Box::pin(self.seal_pieces(ctx, keys, seq, Io::InPlace(buf))).await;
         }
         PendingSeal(self.run_record(ctx, keys, seq, buf, false).await?).finish_into(buf)
     }
@@ -514,7 +519,7 @@ impl Crypto {
         }
         if !self.record_fits_one_slot(ciphertext.len())? {
             let mut plaintext = vec![0u8; ciphertext.len()];
-            self.open_pieces(ctx, keys, seq, Io::Separate(ciphertext, &mut plaintext), tag).await?;
+            Box::pin(self.open_pieces(ctx, keys, seq, Io::Separate(ciphertext, &mut plaintext), tag)).await?;
             return Ok(plaintext);
         }
         let staged = self.run_record(ctx, keys, seq, ciphertext, true).await?;
@@ -535,7 +540,7 @@ impl Crypto {
             return Self::open_inline(keys, seq, buf, tag);
         }
         if !self.record_fits_one_slot(buf.len())? {
-            return self.open_pieces(ctx, keys, seq, Io::InPlace(buf), tag).await;
+            return Box::pin(self.open_pieces(ctx, keys, seq, Io::InPlace(buf), tag)).await;
         }
         let staged = self.run_record(ctx, keys, seq, buf, true).await?;
         PendingOpen { staged, tag: *tag }.finish_into(buf)
