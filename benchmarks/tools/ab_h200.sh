@@ -15,8 +15,9 @@
 # CONNECTIONS (10000), REPS (9), BUDGET (seconds for the timed part, 400), TRACE (1: then each
 # build also runs once per size traced, `VKASYNC_TRACE`, its first mode, 3 runs; `traces.txt`
 # summarises each trace per queue: flushes, the GPU's busy time by kind of command, the host's
-# time in the flushes). Builds are run in the order given, the first also for `cpu-all` and the
-# warm-up. A build's stats line (flushes, flush_ms, ...) is in its process's `.txt`;
+# time in the flushes). ORDER (`given`: builds are run in the order given in every round;
+# `alternate`: in the reverse order in even rounds, so that neither build always runs first);
+# the first build given also runs `cpu-all` and the warm-up. A build's stats line (flushes, flush_ms, ...) is in its process's `.txt`;
 # `ab_summary.sh` writes `summary.csv` (one row per process), `clocks-by-run.txt` and
 # `traces.txt`. Each process's `/proc/stat` CPU lines before and after it are in `stat/`: the
 # share of the host's time the hypervisor gave to others while it ran (steal) is in the summary.
@@ -40,7 +41,7 @@ clocks_start "$R/clocks-50ms.csv"
 first=${1#*=}
 export R first
 export ROUNDS=${ROUNDS:-3} SIZES=${SIZES:-"16384 1024"} MODES=${MODES:-staged-tokio}
-export CONNECTIONS=${CONNECTIONS:-10000} REPS=${REPS:-9}
+export CONNECTIONS=${CONNECTIONS:-10000} REPS=${REPS:-9} ORDER=${ORDER:-given}
 timeout "${BUDGET:-400}" bash -c '
 one() { # name binary mode size
     grep "^cpu" /proc/stat > $R/stat/$1.txt
@@ -50,8 +51,12 @@ one() { # name binary mode size
 }
 one warm "$first" staged-tokio 1024
 for round in $(seq 1 $ROUNDS); do
+    specs=("$@")
+    if [ "$ORDER" = alternate ] && [ $((round % 2)) = 0 ]; then
+        specs=(); for spec in "$@"; do specs=("$spec" "${specs[@]}"); done
+    fi
     for size in $SIZES; do
-        for spec in "$@"; do
+        for spec in "${specs[@]}"; do
             for mode in $MODES; do
                 one "s$size-$mode-${spec%%=*}-$round" "${spec#*=}" $mode $size
             done

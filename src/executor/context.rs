@@ -280,7 +280,7 @@ impl Ctx {
         item: K::Item,
         settled: S,
     ) -> BatchAndSettle<'a, K, S> {
-        BatchAndSettle { ctx: self, kind, item: Some(item), wait: None, settled }
+        BatchAndSettle { ctx: self, kind, step: Step::Item(item), settled }
     }
 
     /// The context's id in the queue's trace (0 when it is not traced), for its awaits.
@@ -339,9 +339,16 @@ impl Recorder for Ctx {
 pub(crate) struct BatchAndSettle<'a, K: crate::record::batch::BatchKind, S> {
     ctx: &'a Ctx,
     kind: &'a Arc<K>,
-    item: Option<K::Item>,
-    wait: Option<SyncFuture<VulkanBackend>>,
+    step: Step<K::Item>,
     settled: S,
+}
+
+/// Where a [`BatchAndSettle`] is. The item and the wait never live at once, so they share
+/// their bytes: the wait's bytes are saved in every task that awaits a coalesced item.
+enum Step<I> {
+    Item(I),
+    Wait(SyncFuture<VulkanBackend>),
+    Done,
 }
 
 // No field is pinned: the wait is `Unpin`, and the item is moved out by value.
@@ -369,7 +376,7 @@ impl<K: crate::record::batch::BatchKind, S: Fn() -> bool> BatchAndSettle<'_, K, 
                 (w, poll)
             }
         };
-        self.wait = Some(wait);
+        self.step = Step::Wait(wait);
         Ok(poll)
     }
 }
@@ -379,13 +386,17 @@ impl<K: crate::record::batch::BatchKind, S: Fn() -> bool> Future for BatchAndSet
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<()>> {
         let this = self.get_mut();
-        let poll = match (this.item.take(), &mut this.wait) {
-            (Some(item), _) => match this.record(item, cx) {
+        let poll = match std::mem::replace(&mut this.step, Step::Done) {
+            Step::Item(item) => match this.record(item, cx) {
                 Ok(poll) => poll,
                 Err(e) => return Poll::Ready(Err(e)),
             },
-            (None, Some(w)) => Pin::new(w).poll(cx),
-            (None, None) => return Poll::Ready(Ok(())),
+            Step::Wait(mut w) => {
+                let poll = Pin::new(&mut w).poll(cx);
+                this.step = Step::Wait(w);
+                poll
+            }
+            Step::Done => return Poll::Ready(Ok(())),
         };
         match poll {
             Poll::Pending if (this.settled)() => Poll::Ready(Ok(())),
