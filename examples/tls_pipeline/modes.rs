@@ -235,18 +235,24 @@ pub fn run_executor(
     // Outputs start as copies of the plaintexts (made before the clock starts): sealing in place
     // needs no allocation on the timed path.
     let bufs = conns.iter().map(|c| Bufs::of(crypto, c, staged)).collect::<Result<Vec<_>, Error>>()?;
+    // One reference count per task, as on the tokio front; and each task holds only its own
+    // mode's future: one async block matching on the mode would hold the larger of the two
+    // (with rustc 1.95, 1,184 bytes a task in `staged` against 688 for the tokio front).
+    let crypto = Arc::new(crypto.clone());
     let clock = Clock::start();
     let handles: Vec<_> = bufs
         .into_iter()
         .enumerate()
         .map(|(i, bufs)| {
             let (crypto, conns) = (crypto.clone(), conns.clone());
-            exec.spawn_with(move |ctx| async move {
-                match bufs {
-                    Bufs::Plain(bufs) if !coalesced => seal_connection_waits_only(&crypto, &ctx, &conns[i], bufs).await,
-                    bufs => seal_connection(&crypto, &ctx, &conns[i], bufs).await,
+            match bufs {
+                Bufs::Plain(bufs) if !coalesced => exec.spawn_with(move |ctx| async move {
+                    seal_connection_waits_only(&crypto, &ctx, &conns[i], bufs).await
+                }),
+                bufs => {
+                    exec.spawn_with(move |ctx| async move { seal_connection(&crypto, &ctx, &conns[i], bufs).await })
                 }
-            })
+            }
         })
         .collect();
     let results = exec.block_on(async {
