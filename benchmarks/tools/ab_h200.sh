@@ -17,10 +17,11 @@
 # summarises each trace per queue: flushes, the GPU's busy time by kind of command, the host's
 # time in the flushes). ORDER (`given`: builds are run in the order given in every round;
 # `alternate`: in the reverse order in even rounds, so that neither build always runs first);
-# the first build given also runs `cpu-all` and the warm-up. A build's stats line (flushes, flush_ms, ...) is in its process's `.txt`;
-# `ab_summary.sh` writes `summary.csv` (one row per process), `clocks-by-run.txt` and
-# `traces.txt`. Each process's `/proc/stat` CPU lines before and after it are in `stat/`: the
-# share of the host's time the hypervisor gave to others while it ran (steal) is in the summary.
+# the first build given also runs `cpu-all` and the warm-up. A build's stats line (flushes,
+# flush_ms, ...) is in its process's `.txt`; `ab_summary.sh` writes `summary.csv` (one row per
+# process), `clocks-by-run.txt` and `traces.txt`. Each process's `/proc/stat` CPU lines before
+# and after it are in `stat/`: the share of the host's time the hypervisor gave to others while
+# it ran (steal) is in the summary.
 # Carry `.gl` and `.gpu` (see `../shared/GPU.md`).
 set -u
 [ $# -ge 1 ] || { echo "usage: $0 NAME=BINARY [NAME=BINARY ...]" >&2; exit 2; }
