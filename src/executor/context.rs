@@ -386,17 +386,17 @@ impl<K: crate::record::batch::BatchKind, S: Fn() -> bool> Future for BatchAndSet
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<()>> {
         let this = self.get_mut();
-        let poll = match std::mem::replace(&mut this.step, Step::Done) {
-            Step::Item(item) => match this.record(item, cx) {
-                Ok(poll) => poll,
-                Err(e) => return Poll::Ready(Err(e)),
-            },
-            Step::Wait(mut w) => {
-                let poll = Pin::new(&mut w).poll(cx);
-                this.step = Step::Wait(w);
-                poll
+        // A waiting future is polled in place; only the first poll moves the item out.
+        let poll = if let Step::Wait(w) = &mut this.step {
+            Pin::new(w).poll(cx)
+        } else {
+            match std::mem::replace(&mut this.step, Step::Done) {
+                Step::Item(item) => match this.record(item, cx) {
+                    Ok(poll) => poll,
+                    Err(e) => return Poll::Ready(Err(e)),
+                },
+                _ => return Poll::Ready(Ok(())),
             }
-            Step::Done => return Poll::Ready(Ok(())),
         };
         match poll {
             Poll::Pending if (this.settled)() => Poll::Ready(Ok(())),
