@@ -59,13 +59,16 @@ fn records_sealed_by_tokio_tasks_run_in_three_parts_and_match_rustcrypto() {
 }
 
 /// A flush whose records carry more than twice the split size goes as several submissions of
-/// consecutive records, each in its three parts; every record still matches RustCrypto.
+/// consecutive records, each in its three parts; every record still matches RustCrypto. The
+/// tasks whose records went through their thread's lane are woken at their own part's value,
+/// not all at the last part's.
 #[test]
 fn a_heavy_flush_split_into_submissions_seals_every_record_right() {
     let device = device_with(|b| b.always_stage(true).copy_queues(true).split_flushes(16 << 10));
     assert_eq!(device.copy_queues().unwrap().split_bytes, 16 << 10);
     let s = seal_by_tokio_tasks(device);
     assert!(s.submits > s.flushes, "some flush split into several submissions: {s:?}");
+    assert!(s.part_wakes > 0 && s.part_wakes < s.laned_items, "lane tasks woken at their parts' values: {s:?}");
     // Off: one submission per flush.
     let device = device_with(|b| b.always_stage(true).copy_queues(true).split_flushes(0));
     let s = seal_by_tokio_tasks(device);

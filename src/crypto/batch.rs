@@ -290,10 +290,19 @@ impl Ticket {
         }
     }
 
-    /// Whether the caller need not wait for the GPU: the item was computed on the host, or its
-    /// batch failed (the error is in [`Ticket::read`]'s result).
+    /// Whether the caller need not wait for the GPU: the item was computed on the host, its
+    /// batch failed (the error is in [`Ticket::read`]'s result), or the submission that carried
+    /// it is known to have completed (the last counter value read, no new read). The last lets
+    /// an item of a flush sent in parts finish when its own part completes, before the flush's
+    /// last part (see [`crate::executor::backend`]'s `part_wakes`).
     pub fn settled(&self) -> bool {
-        self.state.host_done.load(Ordering::Acquire) || self.state.error.get().is_some()
+        if self.state.host_done.load(Ordering::Acquire) || self.state.error.get().is_some() {
+            return true;
+        }
+        let value = self.state.value.load(Ordering::Acquire);
+        value != 0
+            && (value == crate::record::recording::NOTHING_TO_SUBMIT
+                || value <= self.state.slot.chunk.work.device.cached_completed())
     }
 
     /// Copies `out.len()` result bytes at byte `at` of the slot into `out`.

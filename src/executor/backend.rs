@@ -84,6 +84,15 @@ pub(crate) trait Backend: Send + 'static {
     /// Under the core's lock again: the job's submission (if it made one) goes in flight, and
     /// what the job borrowed comes back.
     fn end_flush(&mut self, job: Self::Job);
+    /// After a successful [`Backend::run_flush`] that went as several submissions: each one's
+    /// value (`None`: it held nothing for the GPU) and how many of the flush's lane items it
+    /// carried, in order, where the lanes' items can be told apart (see
+    /// [`crate::record::batch::Batches::split`]). The core then wakes each part's lane waiters
+    /// at its own value. Default: `None` (every waiter at the flush's value).
+    fn part_wakes(job: &Self::Job) -> Option<PartWakes> {
+        let _ = job;
+        None
+    }
     /// A handle that blocks on the timeline without the backend, so that the core's lock is
     /// not held while the driver waits.
     type Waiter: Waiter;
@@ -123,6 +132,11 @@ pub(crate) trait Backend: Send + 'static {
     /// The commands recorded since `mark` belong to the context of `clock`.
     fn attribute(&mut self, _mark: usize, _clock: &Arc<TaskClock>) {}
 }
+
+/// Each part of a split flush, in order: the value it was submitted with (`None`: it held
+/// nothing for the GPU) and how many of the flush's lane items it carried (see
+/// [`Backend::part_wakes`]).
+pub(crate) type PartWakes = Vec<(Option<u64>, usize)>;
 
 /// A queue closed while the GPU still runs its work waits this long before it says so in the
 /// log (see [`Backend::shutdown`]).
@@ -211,6 +225,8 @@ pub(crate) struct FlushJob {
     /// [`crate::CopyQueueInfo::split_bytes`]), in order: each with the value it was submitted
     /// with (`None`: not submitted) and, with a trace, when.
     parts_before: Vec<(Option<u64>, Recording, Option<i64>)>,
+    /// Of a split flush: how many lane items each part holds (see [`Backend::part_wakes`]).
+    laned: Option<Vec<usize>>,
 }
 
 /// A backend's command pools: the compute queue's and, with copy queues of another family, one
@@ -505,13 +521,15 @@ impl Backend for VulkanBackend {
             submitted: None,
             leak: false,
             parts_before: Vec::new(),
+            laned: None,
         }
     }
 
     fn run_flush(job: &mut FlushJob) -> Result<FlushInfo> {
         // A heavy flush on copy queues goes as several submissions, one after another.
         let split = job.device.copy_queues().map_or(0, |q| q.split_bytes);
-        let rest = job.rec.split_batches(split, crate::vk::copy_queues::MAX_SPLIT_PARTS);
+        let (rest, laned) = job.rec.split_batches(split, crate::vk::copy_queues::MAX_SPLIT_PARTS);
+        job.laned = laned;
         let mut info = Self::run_part(job)?;
         for mut part in rest {
             // The part submitted goes before the next; on an error the ones left are dropped
@@ -530,6 +548,12 @@ impl Backend for VulkanBackend {
             };
         }
         Ok(info)
+    }
+
+    fn part_wakes(job: &FlushJob) -> Option<PartWakes> {
+        let laned = job.laned.as_ref()?;
+        let values = job.parts_before.iter().map(|(v, _, _)| *v).chain(std::iter::once(job.submitted));
+        (laned.len() == job.parts_before.len() + 1).then(|| values.zip(laned.iter().copied()).collect())
     }
 
     fn end_flush(&mut self, mut job: FlushJob) {

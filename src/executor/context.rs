@@ -386,8 +386,14 @@ impl<K: crate::record::batch::BatchKind, S: Fn() -> bool> Future for BatchAndSet
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<()>> {
         let this = self.get_mut();
-        // A waiting future is polled in place; only the first poll moves the item out.
+        // A waiting future is polled in place; only the first poll moves the item out. An item
+        // already settled (its part of a split flush completed before the flush's last part,
+        // see `QueueCore::part_wakers`) ends without polling the wait, which would take the
+        // queue's lock to wait on for the flush's last part.
         let poll = if let Step::Wait(w) = &mut this.step {
+            if (this.settled)() {
+                return w.settled_early();
+            }
             Pin::new(w).poll(cx)
         } else {
             match std::mem::replace(&mut this.step, Step::Done) {

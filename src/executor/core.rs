@@ -8,7 +8,7 @@
 //! [`crate::Queue`]'s lanes ([`super::lanes`]), with the flags their users read. Wakers are
 //! collected while the lock is held and woken after it is released.
 
-use super::backend::{Backend, FlushInfo, Waiter};
+use super::backend::{Backend, FlushInfo, PartWakes, Waiter};
 use super::budget::MemoryBudget;
 use super::lanes::Lanes;
 use super::seen::{Seen, SubmittedValue};
@@ -114,6 +114,9 @@ pub(crate) struct State<B> {
     lane_wakers: Vec<Waker>,
     /// The tasks of lane items of submitted work, by timeline value (woken with `by_value`).
     by_value_wakers: BTreeMap<u64, Vec<Waker>>,
+    /// Values in `by_value_wakers` of a split flush's parts before its last (see
+    /// [`QueueCore::wait_target`]).
+    early: std::collections::BTreeSet<u64>,
     /// The last counter value read.
     completed: u64,
     /// The last value this queue submitted.
@@ -202,6 +205,7 @@ pub(crate) struct Counters {
     pub spin_ns: AtomicU64,
     pub flush_ns: AtomicU64,
     pub handed_flushes: AtomicU64,
+    pub part_wakes: AtomicU64,
 }
 
 pub(crate) fn bump(c: &AtomicU64, by: u64) {
@@ -374,6 +378,7 @@ impl<B: Backend> QueueCore<B> {
                 by_value: BTreeMap::new(),
                 lane_wakers: Vec::new(),
                 by_value_wakers: BTreeMap::new(),
+                early: Default::default(),
                 completed: 0,
                 submitted: 0,
                 in_flight: VecDeque::new(),
@@ -434,6 +439,7 @@ impl<B: Backend> QueueCore<B> {
             flush_ns: g(&c.flush_ns),
             handed_flushes: g(&c.handed_flushes),
             laned_items: laned,
+            part_wakes: g(&c.part_wakes),
             memory_peak: self.budget.as_ref().map_or(0, |b| b.peak()),
         }
     }
@@ -808,6 +814,7 @@ impl<B: Backend> QueueCore<B> {
                 B::run_flush(&mut job)
             };
             bump(&self.counters.flush_ns, started.elapsed().as_nanos() as u64);
+            let parts = if flushed.is_ok() { B::part_wakes(&job) } else { None };
             if let Some(t) = &self.trace {
                 let value = flushed.as_ref().map_or(0, |i| i.value);
                 t.span(HostKind::Flush, started, &[value, waiting]);
@@ -825,7 +832,7 @@ impl<B: Backend> QueueCore<B> {
                 (Some(e), Ok(_)) => Err(e.clone()),
                 (_, f) => f,
             };
-            self.publish(&mut st, epoch, (keys, lane_wakers), flushed, wakers);
+            self.publish(&mut st, epoch, (keys, lane_wakers), (flushed, parts), wakers);
             self.update_room(&st);
             let again = std::mem::take(&mut st.flush_again) && st.backend.has_pending() && !st.stopped;
             if !again {
@@ -842,13 +849,14 @@ impl<B: Backend> QueueCore<B> {
     }
 
     /// A flush of `epoch` ended with `flushed`: its waiters move to the value it signals, or
-    /// get their outcome.
+    /// get their outcome. A split flush's lane waiters move to their parts' values where
+    /// `parts` tells them apart (see [`Backend::part_wakes`]).
     fn publish(
         &self,
         st: &mut State<B>,
         epoch: Arc<Epoch>,
         (keys, mut lane_wakers): (Vec<Key>, Vec<Waker>),
-        flushed: Result<FlushInfo>,
+        (flushed, parts): (Result<FlushInfo>, Option<PartWakes>),
         wakers: &mut Vec<Waker>,
     ) {
         match flushed {
@@ -869,6 +877,9 @@ impl<B: Backend> QueueCore<B> {
                 self.counters.timeline.store(info.value, Ordering::Relaxed);
                 st.submitted = st.submitted.max(info.value);
                 epoch.set(EpochStatus::Submitted(info.value));
+                if let Some(parts) = parts.filter(|p| p.iter().map(|(_, n)| n).sum::<usize>() == lane_wakers.len()) {
+                    self.part_wakers(st, parts, &mut lane_wakers, info.value, wakers);
+                }
                 if info.value <= st.completed {
                     // A counter read between the submit and now saw it complete: its waiters
                     // are done (a value under the completed one is never left to the driver,
@@ -903,6 +914,36 @@ impl<B: Backend> QueueCore<B> {
         }
     }
 
+    /// The lane waiters of a split flush's parts before its last, in order (`parts`: each
+    /// part's value and how many of `lane_wakers` are its): each part's go to its own value, or
+    /// are woken now where it is reached or held nothing for the GPU. A woken task finds its
+    /// item done through the item itself (a crypto item's value, see
+    /// [`crate::crypto`]); its wait on the flush's value, which it does not poll then, would
+    /// send it to the waiter table until the last part completes. The last part's waiters are
+    /// left in `lane_wakers`, for the flush's value.
+    fn part_wakers(
+        &self,
+        st: &mut State<B>,
+        parts: PartWakes,
+        lane_wakers: &mut Vec<Waker>,
+        last: u64,
+        wakers: &mut Vec<Waker>,
+    ) {
+        let before: usize = parts.iter().rev().skip(1).map(|(_, n)| n).sum();
+        bump(&self.counters.part_wakes, before as u64);
+        let mut early = lane_wakers.drain(..before);
+        for (value, n) in parts.iter().take(parts.len().saturating_sub(1)) {
+            let part = early.by_ref().take(*n);
+            match value {
+                Some(v) if *v > st.completed && *v < last => {
+                    st.by_value_wakers.entry(*v).or_default().extend(part);
+                    st.early.insert(*v);
+                }
+                _ => wakers.extend(part),
+            }
+        }
+    }
+
     /// Device loss (or another fatal wait error): every waiter gets the error.
     fn fail_all(&self, st: &mut State<B>, e: Error, wakers: &mut Vec<Waker>) {
         if e.is_device_lost() {
@@ -919,6 +960,7 @@ impl<B: Backend> QueueCore<B> {
         // Woken, lane tasks find the failure under the lock (or wait again after an error that
         // did not end the queue).
         wakers.extend(std::mem::take(&mut st.by_value_wakers).into_values().flatten());
+        st.early.clear();
         wakers.append(&mut st.lane_wakers);
         self.absorb_lanes(st, wakers);
     }
@@ -1005,6 +1047,9 @@ impl<B: Backend> QueueCore<B> {
         }
         self.update_room(st);
         self.seen.completed(upto);
+        if st.early.first().is_some_and(|&v| v <= upto) {
+            st.early = st.early.split_off(&(upto + 1));
+        }
         fire_upto(st, upto, Ok(()), wakers);
     }
 
@@ -1078,11 +1123,19 @@ impl<B: Backend> QueueCore<B> {
         }
     }
 
+    /// The value the driver waits for next: the highest awaited ([`WaitPolicy::All`]) or the
+    /// oldest ([`WaitPolicy::Oldest`]), but no later than the first early part of a split flush.
     fn wait_target(&self, st: &State<B>) -> Option<u64> {
         let (mut keys, mut lanes) = (st.by_value.keys(), st.by_value_wakers.keys());
-        match self.options.policy {
+        let target = match self.options.policy {
             WaitPolicy::All => keys.next_back().into_iter().chain(lanes.next_back()).max().copied(),
             WaitPolicy::Oldest => keys.next().into_iter().chain(lanes.next()).min().copied(),
+        };
+        // A split flush's part whose lane tasks can go on while the GPU runs the later parts
+        // (see `part_wakers`) is waited for first, under either policy.
+        match st.early.first() {
+            Some(&early) => target.map(|t| t.min(early)),
+            None => target,
         }
     }
 
@@ -1577,6 +1630,14 @@ pub(crate) struct SyncFuture<B: Backend> {
 impl<B: Backend> SyncFuture<B> {
     pub fn new(core: Arc<QueueCore<B>>, epoch: Option<Arc<Epoch>>, ctx: u64) -> Self {
         SyncFuture { core, epoch, key: None, lane: false, counted: false, ctx, since: None }
+    }
+
+    /// Ends a wait whose work is known done another way (see
+    /// [`crate::executor::context`]'s `BatchAndSettle`), without the lock: its `await` span ends
+    /// here; a slot it holds is removed when it is dropped.
+    pub(crate) fn settled_early(&mut self) -> Poll<Result<()>> {
+        self.lane = false;
+        self.traced(Ok(()))
     }
 
     /// The `await` span of a wait that had to wait, once it is over.

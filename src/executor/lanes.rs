@@ -39,7 +39,12 @@
 //!    host, failed, or the queue closed. A woken future reads its epoch's value and the
 //!    completed value without the lock (see [`super::seen`]); anything else (a failure, an early
 //!    wake) sends it to the waiter table under the lock, as a future that never used a lane.
-//!    A wait that was dropped leaves its waker to be woken once, for nothing.
+//!    A wait that was dropped leaves its waker to be woken once, for nothing. A flush sent in
+//!    parts ([`crate::DeviceBuilder::split_flushes`]) whose lane items are all of one kind wakes
+//!    each part's tasks at that part's value: a lane's wakers come in the order of its items,
+//!    lanes are taken in one after another, and the merged items stay in that order after the
+//!    recording's own ([`crate::record::batch::Batches::split`] counts them per part). A task
+//!    woken so finds its item done through the item (its part's value), not its epoch's.
 //!
 //! 6. **Groups.** When a lane holds its share of [`GROUP_ITEMS`], the context that filled it
 //!    takes the lanes in under the queue's lock and flushes at once, even behind a full

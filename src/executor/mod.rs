@@ -128,7 +128,9 @@
 //!
 //! **Waiting.** The driver waits for one value: the highest awaited one ([`WaitPolicy::All`],
 //! the default: one wait covers all pending submissions) or the oldest awaited one
-//! ([`WaitPolicy::Oldest`]: woken jobs run while the GPU works on later submissions). Before
+//! ([`WaitPolicy::Oldest`]: woken jobs run while the GPU works on later submissions); under
+//! either, a heavy flush sent in parts has the tasks of its lane items woken part by part, so
+//! that they read their results while the GPU runs the later parts (see "Lanes" above). Before
 //! blocking it may spin on the counter (a fixed time, or adaptively: twice the moving average of
 //! recent waits, up to a bound, and not at all while waits are longer). When the wait ends it
 //! reads the counter once and wakes every waiter at or below it. A job that submits its own
@@ -372,13 +374,18 @@ pub struct Stats {
     /// the queue's lock, while the GPU had no room for another submission (see "Lanes" in the
     /// [module docs](self)); always 0 for an [`Executor`].
     pub laned_items: u64,
+    /// Of the lane items, those of a flush sent in parts (see
+    /// [`DeviceBuilder::split_flushes`](crate::DeviceBuilder::split_flushes)) whose tasks were
+    /// woken at their own part's value, before the flush's last part completed (or at once,
+    /// where their part had completed by the time the flush was submitted).
+    pub part_wakes: u64,
 }
 
 impl std::fmt::Display for Stats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "stats: tasks={} await_points={} flushes={} submits={} command_buffers={} host_waits={} barriers={} dispatches={} flush_ms={:.2} laned={}",
+            "stats: tasks={} await_points={} flushes={} submits={} command_buffers={} host_waits={} barriers={} dispatches={} flush_ms={:.2} laned={} part_wakes={}",
             self.tasks_spawned,
             self.await_points,
             self.flushes,
@@ -388,7 +395,8 @@ impl std::fmt::Display for Stats {
             self.barriers,
             self.dispatches,
             self.flush_ns as f64 / 1e6,
-            self.laned_items
+            self.laned_items,
+            self.part_wakes
         )
     }
 }

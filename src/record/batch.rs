@@ -166,8 +166,13 @@ pub(crate) trait Gathered: Send {
     /// The recording was submitted with `value` (see [`BatchKind::submitted`]).
     fn submitted(&mut self, value: u64);
     /// Adds the items after those of the same kind in `into` (or adds them as a new kind),
-    /// moving their vectors, not the items.
+    /// moving their vectors, not the items. Merged vectors stay apart from the vector that
+    /// `into` pushes to, so that the items merged in (a lane's) are the merged ones, in order.
     fn merge_into(self: Box<Self>, into: &mut Vec<Box<dyn Gathered>>);
+    /// How many items were merged in (from lanes), as opposed to pushed here.
+    fn merged_len(&self) -> usize;
+    /// How many items were pushed here.
+    fn own_len(&self) -> usize;
     /// The bytes the items carry (see [`BatchKind::bytes`]).
     fn bytes(&mut self) -> u64;
     /// Keeps the first of `parts` runs of consecutive items (as even as their number allows; as
@@ -272,7 +277,19 @@ impl<K: BatchKind> Gathered for Items<K> {
                 return;
             }
         }
+        // A new kind: its vectors all count as merged, and later pushes get a vector of their
+        // own.
+        let items = std::mem::take(&mut self.items);
+        if !items.is_empty() {
+            self.merged.insert(0, items);
+        }
         into.push(self);
+    }
+    fn merged_len(&self) -> usize {
+        self.merged.iter().map(Vec::len).sum()
+    }
+    fn own_len(&self) -> usize {
+        self.items.len()
     }
     fn bytes(&mut self) -> u64 {
         // Vector by vector: counting joins nothing.
@@ -345,7 +362,27 @@ impl Batches {
     /// Keeps the first of `parts` runs of each kind's items and returns the others: run `k` of
     /// every kind in the `k`-th (from 1) of the returned batches, with their number of items.
     /// Batches with no item are left out.
-    pub fn split(&mut self, parts: usize) -> Vec<(Batches, usize)> {
+    ///
+    /// Also returns, where only one kind holds merged items (a lane's items are all of that
+    /// kind), how many merged items each part holds: the kept part's first, then the returned
+    /// ones' in order. Merged items follow the kind's own in its runs, and the lanes' wakers
+    /// come in the order their items were merged, so those counts cut the wakers as the items
+    /// were cut (see [`crate::executor::lanes`]).
+    pub fn split(&mut self, parts: usize) -> (Vec<(Batches, usize)>, Option<Vec<usize>>) {
+        let laned: Vec<usize> = (0..self.kinds.len()).filter(|&i| self.kinds[i].merged_len() > 0).collect();
+        let merged = match laned[..] {
+            [i] => {
+                let g = &self.kinds[i];
+                let (own, n) = (g.own_len(), g.own_len() + g.merged_len());
+                let p = parts.clamp(1, n.max(1));
+                // As `cut_runs` cuts: part `k` holds items `n * k / p .. n * (k + 1) / p`.
+                let mut counts: Vec<usize> =
+                    (0..p).map(|k| (n * (k + 1) / p).max(own) - (n * k / p).max(own)).collect();
+                counts.resize(parts.max(1), 0);
+                Some(counts)
+            }
+            _ => None,
+        };
         let mut out: Vec<(Batches, usize)> = Vec::new();
         out.resize_with(parts.saturating_sub(1), || (Batches::default(), 0));
         for g in &mut self.kinds {
@@ -355,8 +392,14 @@ impl Batches {
                 *n += len;
             }
         }
+        let kept: Vec<bool> = out.iter().map(|(_, n)| *n > 0).collect();
         out.retain(|(_, n)| *n > 0);
-        out
+        let merged = merged.map(|counts| {
+            let mut it = counts.into_iter();
+            let first = it.next().unwrap_or(0);
+            std::iter::once(first).chain(it.zip(&kept).filter(|(_, &k)| k).map(|(c, _)| c)).collect()
+        });
+        (out, merged)
     }
     /// Tells every kind that the recording was submitted with `value`.
     pub fn submitted(&mut self, value: u64) {
@@ -446,7 +489,9 @@ pub(crate) mod tests {
         assert_eq!(room_of(&mut lane), 1, "no room given, none made");
         let mut merged = Batches::with_room(50);
         merged.merge(lane);
-        assert_eq!(room_of(&mut merged), 1, "the lane's vector, moved");
+        let moved = merged.kinds.iter_mut().find_map(|g| g.as_any().downcast_mut::<Items<Kind>>()).unwrap();
+        assert_eq!(moved.items.len(), 0, "kept apart from the vector pushes go to");
+        assert_eq!(moved.merged.iter().map(Vec::capacity).collect::<Vec<_>>(), vec![1], "the lane's vector, moved");
         // A bound on the room made ahead.
         let mut big = Batches::with_room(usize::MAX);
         big.push(&kind, 3);
@@ -487,7 +532,8 @@ pub(crate) mod tests {
 
     /// A split keeps the first run of each kind and hands out the others in order, runs of
     /// consecutive items (across merged vectors); a kind with fewer items than parts fills
-    /// the first parts only, and no part is empty.
+    /// the first parts only, and no part is empty. Where one kind holds merged (lane) items,
+    /// the split tells how many each part got.
     #[test]
     fn a_split_keeps_the_first_run_and_hands_out_the_others_in_order() {
         let (kind, other) = (Arc::new(Kind), Arc::new(Other));
@@ -503,8 +549,10 @@ pub(crate) mod tests {
         rec.push(&other, 100);
         rec.push(&other, 101);
         assert_eq!(rec.bytes(), 200, "`Kind` carries no bytes (the default), `Other` 100 an item");
-        let mut parts = rec.split(3);
+        let (mut parts, laned) = rec.split(3);
         assert_eq!(parts.iter().map(|(_, n)| *n).collect::<Vec<_>>(), vec![4, 4]);
+        // `Kind`: 4 own items, then 6 merged, cut 3 / 3 / 4.
+        assert_eq!(laned, Some(vec![0, 2, 4]));
         assert_eq!(rec.take_items::<Kind>(), vec![0, 1, 2]);
         assert_eq!(rec.take_items::<Other>(), vec![100], "two items: two runs, the first kept");
         assert_eq!(parts[0].0.take_items::<Kind>(), vec![3, 4, 5]);
@@ -515,9 +563,21 @@ pub(crate) mod tests {
         let mut few = Batches::default();
         few.push(&kind, 1);
         few.push(&kind, 2);
-        let parts = few.split(8);
+        let (parts, laned) = few.split(8);
         assert_eq!(parts.len(), 1);
+        assert_eq!(laned, None, "no merged items");
         assert_eq!(few.take_items::<Kind>(), vec![1]);
+        // Merged items of two kinds: a lane's wakers cannot be told apart by kind.
+        let mut two = Batches::default();
+        for (k, i) in [(&kind, 1), (&kind, 2)] {
+            let mut lane = Batches::default();
+            lane.push(k, i);
+            two.merge(lane);
+        }
+        let mut lane = Batches::default();
+        lane.push(&other, 3);
+        two.merge(lane);
+        assert_eq!(two.split(2).1, None);
     }
 
     proptest::proptest! {

@@ -253,24 +253,28 @@ impl Recording {
     /// A flush on copy queues whose batch items carry at least twice `part_bytes` (see
     /// [`crate::record::batch::BatchKind::bytes`]) keeps the first of up to `max_parts` runs of
     /// its items and returns recordings holding the others, in order, to be submitted after it;
-    /// otherwise nothing. The commands and host reads stay here.
-    pub(crate) fn split_batches(&mut self, part_bytes: u64, max_parts: usize) -> Vec<Recording> {
+    /// otherwise nothing. The commands and host reads stay here. With them, where the lanes'
+    /// items can be told apart (see [`Batches::split`]), how many of them each part holds, this
+    /// one first.
+    pub(crate) fn split_batches(&mut self, part_bytes: u64, max_parts: usize) -> (Vec<Recording>, Option<Vec<usize>>) {
         if part_bytes == 0 || self.batch_items < 2 || max_parts < 2 {
-            return Vec::new();
+            return (Vec::new(), None);
         }
         let parts = (self.batches.bytes() / part_bytes).min(max_parts as u64).min(self.batch_items as u64);
         if parts < 2 {
-            return Vec::new();
+            return (Vec::new(), None);
         }
-        let runs = self.batches.split(parts as usize);
-        runs.into_iter()
+        let (runs, laned) = self.batches.split(parts as usize);
+        let rest = runs
+            .into_iter()
             .map(|(batches, n)| {
                 self.batch_items -= n;
                 let mut r = Recording::new(&self.device);
                 r.absorb_batches(batches, n);
                 r
             })
-            .collect()
+            .collect();
+        (rest, laned)
     }
 
     fn push(&mut self, op: Op) {
