@@ -190,10 +190,15 @@ pub(super) fn invariant_tsc_init() -> bool {
     yes
 }
 
-/// A block of [`ThreadLog::CHUNK`] 4-byte units for events. On Linux it is mapped with its pages
-/// populated: one system call, where touching fresh memory would fault once per 4 KiB page as
-/// the log grows (a few microseconds each in a virtual machine). Elsewhere it comes from the
-/// allocator. Its words are not initialised: a log reads only words it wrote.
+/// A block of [`ThreadLog::CHUNK`] 4-byte units for events. On Linux it is mapped, and a thread's
+/// later chunks with their pages populated: one system call, where touching fresh memory would
+/// fault once per 4 KiB page as the log grows (a few microseconds each in a virtual machine). A
+/// thread's first chunk is not populated: it is made at the thread's first event in the trace,
+/// often inside the work being traced, where populating its 1 MiB took 420–503 µs on lavapipe's
+/// host (a traced flush's first span showed that as a gap of 0.3–0.8 ms on H100 hosts,
+/// `benchmarks/2026-12-06-h100-040c085-split/`); its pages fault in one at a time instead.
+/// Elsewhere it comes from the allocator. Its words are not initialised: a log reads only words
+/// it wrote.
 pub(super) struct LogChunk {
     pub(super) ptr: std::ptr::NonNull<u32>,
     /// Whether `new` mapped it (else it came from the allocator). Only Linux maps chunks.
@@ -212,9 +217,13 @@ impl LogChunk {
     #[cfg(target_os = "linux")]
     const BYTES: usize = ThreadLog::CHUNK * 4;
 
-    pub(super) fn new() -> LogChunk {
+    /// A chunk; on Linux with its pages populated if `populate`.
+    pub(super) fn new(populate: bool) -> LogChunk {
+        #[cfg(not(target_os = "linux"))]
+        let _ = populate;
         #[cfg(target_os = "linux")]
         {
+            let populate = if populate { libc::MAP_POPULATE } else { 0 };
             // SAFETY: an anonymous private mapping with no address hint has no preconditions;
             // failure is checked.
             let p = unsafe {
@@ -222,7 +231,7 @@ impl LogChunk {
                     std::ptr::null_mut(),
                     Self::BYTES,
                     libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | populate,
                     -1,
                     0,
                 )
@@ -307,7 +316,7 @@ impl ThreadLog {
     const TICKED: u64 = 0x80;
 
     pub(super) fn new(tid: u32, name: String) -> Self {
-        let first = LogChunk::new();
+        let first = LogChunk::new(false);
         let cur = AtomicPtr::new(first.ptr.as_ptr());
         ThreadLog { tid, name, chunks: Mutex::new(vec![(first, 0)]), cur, len: AtomicUsize::new(0) }
     }
@@ -367,7 +376,7 @@ impl ThreadLog {
     /// Closes the current chunk at `len` units and starts a new one.
     #[cold]
     pub(super) fn next_chunk(&self, len: usize) {
-        let new = LogChunk::new();
+        let new = LogChunk::new(true);
         let mut chunks = crate::util::lock(&self.chunks);
         if let Some(last) = chunks.last_mut() {
             last.1 = len;
