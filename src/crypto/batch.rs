@@ -261,6 +261,11 @@ impl Ticket {
     /// (not yet encoded, or never submitted); `Some(done)` once it was computed on the host or
     /// its flush was submitted. An error reading the device's counter is returned.
     fn progress(&self) -> Result<Option<bool>> {
+        self.progress_by(true)
+    }
+
+    /// [`Ticket::progress`], the counter read only where `read` (else the last value read).
+    fn progress_by(&self, read: bool) -> Result<Option<bool>> {
         if self.state.host_done.load(Ordering::Acquire) {
             return Ok(Some(true));
         }
@@ -272,7 +277,7 @@ impl Ticket {
             return Ok(Some(true));
         }
         let device = &self.state.slot.chunk.work.device;
-        Ok(Some(value <= device.cached_completed() || value <= device.completed_value()?))
+        Ok(Some(value <= device.cached_completed() || (read && value <= device.completed_value()?)))
     }
 
     /// Whether GPU work may still read or write the item's slot: its flush is not yet encoded,
@@ -296,13 +301,7 @@ impl Ticket {
     /// an item of a flush sent in parts finish when its own part completes, before the flush's
     /// last part (see [`crate::executor::backend`]'s `part_wakes`).
     pub fn settled(&self) -> bool {
-        if self.state.host_done.load(Ordering::Acquire) || self.state.error.get().is_some() {
-            return true;
-        }
-        let value = self.state.value.load(Ordering::Acquire);
-        value != 0
-            && (value == crate::record::recording::NOTHING_TO_SUBMIT
-                || value <= self.state.slot.chunk.work.device.cached_completed())
+        self.state.error.get().is_some() || matches!(self.progress_by(false), Ok(Some(true)))
     }
 
     /// Copies `out.len()` result bytes at byte `at` of the slot into `out`.

@@ -370,34 +370,38 @@ impl Batches {
     /// were cut (see [`crate::executor::lanes`]).
     pub fn split(&mut self, parts: usize) -> (Vec<(Batches, usize)>, Option<Vec<usize>>) {
         let laned: Vec<usize> = (0..self.kinds.len()).filter(|&i| self.kinds[i].merged_len() > 0).collect();
-        let merged = match laned[..] {
-            [i] => {
-                let g = &self.kinds[i];
-                let (own, n) = (g.own_len(), g.own_len() + g.merged_len());
-                let p = parts.clamp(1, n.max(1));
-                // As `cut_runs` cuts: part `k` holds items `n * k / p .. n * (k + 1) / p`.
-                let mut counts: Vec<usize> =
-                    (0..p).map(|k| (n * (k + 1) / p).max(own) - (n * k / p).max(own)).collect();
-                counts.resize(parts.max(1), 0);
-                Some(counts)
-            }
+        // The one kind with merged items: its index, its own items, all its items.
+        let lane_kind = match laned[..] {
+            [i] => Some((i, self.kinds[i].own_len(), self.kinds[i].own_len() + self.kinds[i].merged_len())),
             _ => None,
         };
+        // That kind's items in each part, the kept one first.
+        let mut lane_lens = vec![0; parts.max(1)];
         let mut out: Vec<(Batches, usize)> = Vec::new();
         out.resize_with(parts.saturating_sub(1), || (Batches::default(), 0));
-        for g in &mut self.kinds {
+        for (i, g) in self.kinds.iter_mut().enumerate() {
             // A kind with fewer items than parts fills the first parts only.
-            for ((batches, n), (run, len)) in out.iter_mut().zip(g.split(parts)) {
+            for (k, ((batches, n), (run, len))) in out.iter_mut().zip(g.split(parts)).enumerate() {
                 batches.kinds.push(run);
                 *n += len;
+                if lane_kind.is_some_and(|(j, ..)| j == i) {
+                    lane_lens[k + 1] = len;
+                }
             }
         }
         let kept: Vec<bool> = out.iter().map(|(_, n)| *n > 0).collect();
         out.retain(|(_, n)| *n > 0);
-        let merged = merged.map(|counts| {
-            let mut it = counts.into_iter();
-            let first = it.next().unwrap_or(0);
-            std::iter::once(first).chain(it.zip(&kept).filter(|(_, &k)| k).map(|(c, _)| c)).collect()
+        let merged = lane_kind.map(|(_, own, n)| {
+            lane_lens[0] = n - lane_lens[1..].iter().sum::<usize>();
+            // The kind's own items come first in its runs: the rest of each part is merged.
+            let mut start = 0;
+            let counts = lane_lens.iter().map(|&len| {
+                let c = (start + len).max(own) - start.max(own);
+                start += len;
+                c
+            });
+            let mut keep = std::iter::once(true).chain(kept.iter().copied());
+            counts.filter(|_| keep.next().unwrap_or(false)).collect()
         });
         (out, merged)
     }
