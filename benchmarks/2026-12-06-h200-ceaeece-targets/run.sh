@@ -1,0 +1,8 @@
+#!/bin/bash
+# Every target on ceaeece (the library at main; run from the repository root, carrying .gl and .gpu).
+set -u
+cd "$(dirname "$0")/.."
+nvidia-smi -L > $OUT/gpu.txt 2>&1
+nvidia-smi -q -d CLOCK > $OUT/clocks-before.txt 2>&1
+OUT=$OUT timeout 570 bash benchmarks/tools/targets_gpu.sh > $OUT/targets.log 2>&1
+echo "targets exit $?" >> $OUT/targets.log
