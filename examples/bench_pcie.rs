@@ -5,8 +5,9 @@
 //! one logical device with one queue of the first family that computes, one of the first
 //! compute-only family, and up to four queues of every transfer-only family (on NVIDIA GPUs the
 //! copy engines; a family that also decodes video counts as transfer-only). `--total` bytes
-//! (default 160 MiB: about 10,000 records of 16 KiB) move in copies of `--chunk` bytes (default 16 MiB, vkasync's split size), one command buffer per
-//! chunk. A case deals the chunks round-robin over its queues, submits each queue's command
+//! (default 160 MiB: about 10,000 records of 16 KiB) move in copies of `--chunk` bytes (default
+//! 16 MiB, vkasync's split size), one command buffer per chunk. A case deals the chunks
+//! round-robin over its queues, submits each queue's command
 //! buffers at once (one `vkQueueSubmit` per queue), and times from the first submit to the last
 //! fence on the host clock: the median of `--reps` after `--warmup` untimed repetitions.
 //!
