@@ -1,8 +1,8 @@
 #!/bin/bash
 # Heavy flushes on threads of their own (tls-ft) against ceaeece (tls), 10,000 x 16 KiB, four
 # alternating rounds; bench_pcie first where it has not run yet. Run as .gpu/run.sh from the
-# repository root, carrying .gl and .gpu, with the stripped binaries in .gpu (tls and pcie built at
-# f756639, tls-ft at the branch flush-threads).
+# repository root, carrying .gl and .gpu, with the stripped binaries in .gpu (tls built at ceaeece,
+# pcie at f756639, tls-ft at the branch flush-threads).
 set -u
 cd "$(dirname "$0")/.."
 nvidia-smi -L > $OUT/gpu.txt 2>&1
