@@ -361,12 +361,11 @@ impl Rig {
             .iter()
             .map(|_| unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }.expect("fence"))
             .collect();
+        // Each queue's command buffers, gathered once for every repetition.
+        let per: Vec<Vec<vk::CommandBuffer>> =
+            queues.iter().map(|q| cmds.iter().filter(|(x, _)| x.queue == q.queue).map(|(_, c)| *c).collect()).collect();
         let mut times = Vec::with_capacity(reps);
         for _ in 0..reps {
-            let per: Vec<Vec<vk::CommandBuffer>> = queues
-                .iter()
-                .map(|q| cmds.iter().filter(|(x, _)| x.queue == q.queue).map(|(_, c)| *c).collect())
-                .collect();
             let t = Instant::now();
             for ((q, f), c) in queues.iter().zip(&fences).zip(&per) {
                 // SAFETY: the command buffers are recorded and not pending (the previous
