@@ -22,6 +22,9 @@
 //!   `staged-shares`: the same records, written as the CPU modes are: one tokio task per worker
 //!   over its share of the connections, each connection a future of that task (no task per
 //!   connection); `staged` (only with `--modes`): the same on the [`Executor`];
+//!   `staged-cores` (only with `--modes`): the same on one [`Executor`] per worker thread, each
+//!   over its contiguous share of the connections, as a thread-per-core server runs a
+//!   single-thread runtime;
 //! - `auto`: as `coalesced`, with the runtime choosing between the GPU and the host
 //!   (`Offload::Auto`, the default: records under about 4 KiB sealed at once on the host,
 //!   flushes of few large records on the host, the others on the GPU); `auto-tokio`: as
@@ -90,7 +93,10 @@ mod support {
 }
 
 use conns::{connections, reference, Conn, Sealed};
-use modes::{run_blocking, run_cpu, run_executor, run_tokio, run_tokio_set, run_tokio_shares, Run, CPU_TIME_MEASURED};
+use modes::{
+    run_blocking, run_cpu, run_executor, run_executor_cores, run_tokio, run_tokio_set, run_tokio_shares, Run,
+    CPU_TIME_MEASURED,
+};
 use std::sync::Arc;
 use std::time::Duration;
 use support::args::{arg, cores, num};
@@ -111,7 +117,7 @@ const MODES: [&str; 10] = [
     "cpu-all",
 ];
 /// Modes run only when named in `--modes`.
-const EXTRA_MODES: [&str; 4] = ["coalesced-tokio-set", "staged-tokio-set", "host", "staged"];
+const EXTRA_MODES: [&str; 5] = ["coalesced-tokio-set", "staged-tokio-set", "host", "staged", "staged-cores"];
 
 /// The device's kind, in words.
 fn describe(kind: vkasync::DeviceType) -> &'static str {
@@ -414,6 +420,7 @@ fn measure(
                 "waits-only" => run_executor(naive, conns, false, flush, false)?,
                 "coalesced" => run_executor(crypto, conns, true, flush, false)?,
                 "staged" => run_executor(crypto, conns, true, flush, true)?,
+                "staged-cores" => run_executor_cores(crypto, conns, workers, flush)?,
                 "auto" => run_executor(auto, conns, true, flush, false)?,
                 "host" => run_executor(&auto.clone().with_offload(Offload::Host), conns, true, flush, false)?,
                 "coalesced-tokio" => run_tokio(crypto, conns, workers, false)?,
@@ -548,6 +555,7 @@ fn report(o: &Options, name: &str, on_cpu: bool, runs: &mut [Vec<Run>]) -> Strin
         "coalesced-tokio",
         "coalesced-tokio-set",
         "staged",
+        "staged-cores",
         "staged-tokio",
         "staged-shares",
         "staged-tokio-set",

@@ -7,12 +7,12 @@
 use crate::conns::{Conn, SealKeys, Sealed};
 use crate::support::profile;
 use crate::support::queues::{pipeline_depth, queue_builder};
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 use vkasync::crypto::{
     pack_le_words, unpack_le_words, AesKey, Crypto, HmacKey, MessageIndex, RecordKeys, StagedRecord,
 };
-use vkasync::{Buffer, Ctx, Device, Error, FlushPolicy, MemoryKind, PerDevice, QueueSet, Stats};
+use vkasync::{Buffer, Ctx, Device, Error, Executor, FlushPolicy, MemoryKind, PerDevice, QueueSet, Stats};
 
 /// One run of a mode: every connection's sealed records, each record's latency, and the stats
 /// (submits, dispatches, host waits) where a GPU front ran it.
@@ -218,6 +218,17 @@ async fn seal_waits_only(
     Ok((ct, vkasync::crypto::digest_bytes(&tag.into_vec()?[0])))
 }
 
+/// An executor on `device` with `flush`; `VKASYNC_PIPELINE_DEPTH`, when set, as for the tokio
+/// front (A/B runs of one binary).
+fn executor(device: &Device, flush: FlushPolicy) -> Result<Executor, Error> {
+    let exec = Executor::builder(device).flush_policy(flush);
+    match pipeline_depth() {
+        Some(d) => exec.pipeline_depth(d),
+        None => exec,
+    }
+    .build()
+}
+
 pub fn run_executor(
     crypto: &Crypto,
     conns: &Arc<Vec<Conn>>,
@@ -225,13 +236,7 @@ pub fn run_executor(
     flush: FlushPolicy,
     staged: bool,
 ) -> Result<Run, Error> {
-    let exec = vkasync::Executor::builder(crypto.device()).flush_policy(flush);
-    // `VKASYNC_PIPELINE_DEPTH`, when set, as for the tokio front (A/B runs of one binary).
-    let exec = match pipeline_depth() {
-        Some(d) => exec.pipeline_depth(d),
-        None => exec,
-    }
-    .build()?;
+    let exec = executor(crypto.device(), flush)?;
     // Outputs start as copies of the plaintexts (made before the clock starts): sealing in place
     // needs no allocation on the timed path.
     let bufs = conns.iter().map(|c| Bufs::of(crypto, c, staged)).collect::<Result<Vec<_>, Error>>()?;
@@ -266,6 +271,101 @@ pub fn run_executor(
     let results: Result<Vec<_>, Error> =
         results.into_iter().map(|r| r.expect("a connection's task panicked")).collect();
     Run::of_tasks(results?, wall, cpu, exec.stats())
+}
+
+/// `staged-cores`: the native executor as a thread-per-core server runs it. The executor is a
+/// single-thread runtime, so to use every core a server runs one per core: here one
+/// [`Executor`] per worker thread, each over its contiguous share of the connections (as the
+/// CPU modes split them), each connection a task sealing its staged records as in `staged`,
+/// every executor on the same device (its own queue state, driver thread and submissions). Each
+/// thread makes its executor, its records and its tasks before the clock starts; the clock runs
+/// from the moment every thread is ready until the last one is done.
+pub fn run_executor_cores(
+    crypto: &Crypto,
+    conns: &Arc<Vec<Conn>>,
+    workers: usize,
+    flush: FlushPolicy,
+) -> Result<Run, Error> {
+    let shares = shares(crypto, conns, workers, true)?;
+    let (ready, go) = (Barrier::new(shares.len() + 1), Barrier::new(shares.len() + 1));
+    let (per_share, wall, cpu) = std::thread::scope(|s| {
+        let threads: Vec<_> = shares
+            .into_iter()
+            .map(|share| {
+                let (ready, go, conns) = (&ready, &go, conns.clone());
+                let crypto = Arc::new(crypto.clone());
+                s.spawn(move || {
+                    // Made before the clock starts; an error is returned only after both
+                    // barriers, which every thread must reach.
+                    let exec = executor(crypto.device(), flush);
+                    let handles: Vec<_> = match &exec {
+                        Ok(exec) => share
+                            .into_iter()
+                            .map(|(i, bufs)| {
+                                let (crypto, conns) = (crypto.clone(), conns.clone());
+                                let h = exec.spawn_with(move |ctx| async move {
+                                    seal_connection(&crypto, &ctx, &conns[i], bufs).await
+                                });
+                                (i, h)
+                            })
+                            .collect(),
+                        Err(_) => Vec::new(),
+                    };
+                    ready.wait();
+                    go.wait();
+                    let exec = exec?;
+                    let done = exec.block_on(async {
+                        let mut v = Vec::with_capacity(handles.len());
+                        for (i, h) in handles {
+                            v.push((i, h.await.expect("a connection's task panicked")));
+                        }
+                        v
+                    });
+                    let done = done.into_iter().map(|(i, r)| Ok((i, r?))).collect::<Result<Vec<_>, Error>>()?;
+                    Ok::<_, Error>((done, exec.stats()))
+                })
+            })
+            .collect();
+        ready.wait();
+        let clock = Clock::start();
+        go.wait();
+        let per_share: Vec<_> = threads.into_iter().map(|t| t.join().expect("an executor's thread panicked")).collect();
+        let (wall, cpu) = clock.stop();
+        (per_share, wall, cpu)
+    });
+    let mut results = Vec::with_capacity(conns.len());
+    let mut stats = Stats::default();
+    for share in per_share {
+        let (done, s) = share?;
+        results.extend(done);
+        stats = add_stats(stats, s);
+    }
+    results.sort_unstable_by_key(|(i, _)| *i);
+    Run::of_tasks(results.into_iter().map(|(_, r)| r).collect(), wall, cpu, stats)
+}
+
+/// The counters of two executors together (the highest of a peak or a timeline value).
+fn add_stats(a: Stats, b: Stats) -> Stats {
+    Stats {
+        tasks_spawned: a.tasks_spawned + b.tasks_spawned,
+        tasks_completed: a.tasks_completed + b.tasks_completed,
+        await_points: a.await_points + b.await_points,
+        flushes: a.flushes + b.flushes,
+        submits: a.submits + b.submits,
+        command_buffers: a.command_buffers + b.command_buffers,
+        host_waits: a.host_waits + b.host_waits,
+        barriers: a.barriers + b.barriers,
+        dispatches: a.dispatches + b.dispatches,
+        copy_dispatches: a.copy_dispatches + b.copy_dispatches,
+        timeline_value: a.timeline_value.max(b.timeline_value),
+        wait_ns: a.wait_ns + b.wait_ns,
+        spin_ns: a.spin_ns + b.spin_ns,
+        memory_peak: a.memory_peak.max(b.memory_peak),
+        flush_ns: a.flush_ns + b.flush_ns,
+        handed_flushes: a.handed_flushes + b.handed_flushes,
+        laned_items: a.laned_items + b.laned_items,
+        part_wakes: a.part_wakes + b.part_wakes,
+    }
 }
 
 /// One connection's task in the `waits-only` mode: its key objects (expanded inside the timed run,
