@@ -24,7 +24,8 @@
 //!   connection); `staged` (only with `--modes`): the same on the [`Executor`];
 //!   `staged-cores` (only with `--modes`): the same on one [`Executor`] per worker thread, each
 //!   over its contiguous share of the connections, as a thread-per-core server runs a
-//!   single-thread runtime;
+//!   single-thread runtime; `staged-cores-queue` (only with `--modes`): those executors'
+//!   tasks recording through one shared [`Queue`]'s contexts, as the tokio fronts' do;
 //! - `auto`: as `coalesced`, with the runtime choosing between the GPU and the host
 //!   (`Offload::Auto`, the default: records under about 4 KiB sealed at once on the host,
 //!   flushes of few large records on the host, the others on the GPU); `auto-tokio`: as
@@ -117,7 +118,8 @@ const MODES: [&str; 10] = [
     "cpu-all",
 ];
 /// Modes run only when named in `--modes`.
-const EXTRA_MODES: [&str; 5] = ["coalesced-tokio-set", "staged-tokio-set", "host", "staged", "staged-cores"];
+const EXTRA_MODES: [&str; 6] =
+    ["coalesced-tokio-set", "staged-tokio-set", "host", "staged", "staged-cores", "staged-cores-queue"];
 
 /// The device's kind, in words.
 fn describe(kind: vkasync::DeviceType) -> &'static str {
@@ -420,7 +422,8 @@ fn measure(
                 "waits-only" => run_executor(naive, conns, false, flush, false)?,
                 "coalesced" => run_executor(crypto, conns, true, flush, false)?,
                 "staged" => run_executor(crypto, conns, true, flush, true)?,
-                "staged-cores" => run_executor_cores(crypto, conns, workers, flush)?,
+                "staged-cores" => run_executor_cores(crypto, conns, workers, flush, false)?,
+                "staged-cores-queue" => run_executor_cores(crypto, conns, workers, flush, true)?,
                 "auto" => run_executor(auto, conns, true, flush, false)?,
                 "host" => run_executor(&auto.clone().with_offload(Offload::Host), conns, true, flush, false)?,
                 "coalesced-tokio" => run_tokio(crypto, conns, workers, false)?,
@@ -556,6 +559,7 @@ fn report(o: &Options, name: &str, on_cpu: bool, runs: &mut [Vec<Run>]) -> Strin
         "coalesced-tokio-set",
         "staged",
         "staged-cores",
+        "staged-cores-queue",
         "staged-tokio",
         "staged-shares",
         "staged-tokio-set",

@@ -277,22 +277,27 @@ pub fn run_executor(
 /// single-thread runtime, so to use every core a server runs one per core: here one
 /// [`Executor`] per worker thread, each over its contiguous share of the connections (as the
 /// CPU modes split them), each connection a task sealing its staged records as in `staged`,
-/// every executor on the same device (its own queue state, driver thread and submissions). Each
-/// thread makes its executor, its records and its tasks before the clock starts; the clock runs
-/// from the moment every thread is ready until the last one is done.
+/// every executor on the same device (its own queue state, driver thread and submissions).
+/// `staged-cores-queue` (with `shared`): the same executors, whose tasks record through the
+/// contexts of one shared [`vkasync::Queue`], so that every thread's records join the same
+/// flushes, as the tokio fronts' do. Each thread makes its executor, its records and its tasks
+/// before the clock starts; the clock runs from the moment every thread is ready until the last
+/// one is done.
 pub fn run_executor_cores(
     crypto: &Crypto,
     conns: &Arc<Vec<Conn>>,
     workers: usize,
     flush: FlushPolicy,
+    shared: bool,
 ) -> Result<Run, Error> {
+    let queue = if shared { Some(queue_builder(crypto.device()).build()?) } else { None };
     let shares = shares(crypto, conns, workers, true)?;
     let (ready, go) = (Barrier::new(shares.len() + 1), Barrier::new(shares.len() + 1));
     let (per_share, wall, cpu) = std::thread::scope(|s| {
         let threads: Vec<_> = shares
             .into_iter()
             .map(|share| {
-                let (ready, go, conns) = (&ready, &go, conns.clone());
+                let (ready, go, conns, queue) = (&ready, &go, conns.clone(), queue.clone());
                 let crypto = Arc::new(crypto.clone());
                 s.spawn(move || {
                     // Made before the clock starts; an error is returned only after both
@@ -303,9 +308,13 @@ pub fn run_executor_cores(
                             .into_iter()
                             .map(|(i, bufs)| {
                                 let (crypto, conns) = (crypto.clone(), conns.clone());
-                                let h = exec.spawn_with(move |ctx| async move {
+                                let seal = move |ctx: Ctx| async move {
                                     seal_connection(&crypto, &ctx, &conns[i], bufs).await
-                                });
+                                };
+                                let h = match &queue {
+                                    Some(q) => exec.spawn(seal(q.context())),
+                                    None => exec.spawn_with(seal),
+                                };
                                 (i, h)
                             })
                             .collect(),
@@ -339,6 +348,10 @@ pub fn run_executor_cores(
         let (done, s) = share?;
         results.extend(done);
         stats = add_stats(stats, s);
+    }
+    if let Some(q) = queue {
+        // The GPU work went through the queue; the executors counted only their tasks.
+        stats = Stats { tasks_spawned: stats.tasks_spawned, tasks_completed: stats.tasks_completed, ..q.stats() };
     }
     results.sort_unstable_by_key(|(i, _)| *i);
     Run::of_tasks(results.into_iter().map(|(_, r)| r).collect(), wall, cpu, stats)
