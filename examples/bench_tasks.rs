@@ -22,7 +22,7 @@
 //!
 //! `cargo run --release --example bench_tasks -- [--sweep full|small] [--reps R] [--modes M,..]
 //! [--tasks T,..] [--no-zero-init] [--no-robust] [--ab zero-init|robust] [--max-pending-ops N]
-//! [--no-spin] [--out DIR]`
+//! [--max-group-ops N] [--no-spin] [--out DIR]`
 //! writes `DIR/bench_tasks.csv` and `DIR/bench_tasks.svg`.
 
 #[path = "bench_tasks/jobs.rs"]
@@ -193,7 +193,11 @@ impl Options {
                 opt("--set-workers").unwrap_or(16),
                 opt("--set-group-ops"),
             ),
-            knobs: ExecKnobs { max_pending_ops: opt("--max-pending-ops"), no_spin: flag(args, "--no-spin") },
+            knobs: ExecKnobs {
+                max_pending_ops: opt("--max-pending-ops"),
+                max_group_ops: opt("--max-group-ops"),
+                no_spin: flag(args, "--no-spin"),
+            },
             ab: arg(args, "--ab"),
             always_stage: flag(args, "--always-stage"),
             no_robust: flag(args, "--no-robust"),

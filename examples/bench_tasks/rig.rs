@@ -30,12 +30,14 @@ pub struct Rig {
 }
 
 /// Settings of the `executor`, `executor-traced`, `executor-traced-cmds` and `executor-timed`
-/// modes' executors (`--max-pending-ops N`, `--no-spin`), for measuring a trace's cost at a
-/// chosen flush size, for example its added instructions per task under callgrind on lavapipe,
-/// where flushes are otherwise far larger than on a fast GPU.
+/// modes' executors (`--max-pending-ops N`, `--max-group-ops N`, `--no-spin`), for measuring a
+/// trace's cost at a chosen flush size, for example its added instructions per task under
+/// callgrind on lavapipe, where flushes are otherwise far larger than on a fast GPU, and for
+/// sweeping the group bound on a GPU.
 #[derive(Clone, Copy)]
 pub struct ExecKnobs {
     pub max_pending_ops: Option<usize>,
+    pub max_group_ops: Option<usize>,
     pub no_spin: bool,
 }
 
@@ -44,6 +46,9 @@ impl ExecKnobs {
         let mut b = Executor::builder(device);
         if let Some(n) = self.max_pending_ops {
             b = b.max_pending_ops(n);
+        }
+        if let Some(n) = self.max_group_ops {
+            b = b.max_group_ops(n);
         }
         if self.no_spin {
             b = b.spin_before_wait(std::time::Duration::ZERO);
