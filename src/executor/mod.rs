@@ -104,8 +104,9 @@
 //!   a coalesced kind's flush costs the GPU a fixed time whatever it holds, so a small group
 //!   sent early makes the next one small too (flush storms of 27–53 records each, on an H100
 //!   at 1 KiB records); a smaller one waits for an idle GPU. A group is also submitted
-//!   once it holds [`ExecutorBuilder::max_group_ops`] commands (96 by default), in flight or
-//!   not, so that the GPU gets work in steps and little is left for the end of a run.
+//!   once it holds [`ExecutorBuilder::max_group_ops`] commands (by default 96 on a queue,
+//!   512 on an executor), in flight or not, so that the GPU gets work in steps and little is
+//!   left for the end of a run.
 //!
 //!   An executor's loop judges by an idle GPU, and submits a group at an await only once the
 //!   group holds a third of the group bound; a smaller group waits for the loop's next check
@@ -446,15 +447,20 @@ macro_rules! shared_setters {
         }
 
         /// Under [`FlushPolicy::GroupCommit`], submit the recorded commands once `n` have
-        /// gathered, even while a submission is in flight (at least 1; default 96; `usize::MAX`
-        /// for no bound). Bounded groups keep the GPU fed in steps and leave little work for
-        /// the end of a run: on the NVIDIA H200, 1,000 independent jobs (three commands each)
-        /// went from 6.4–7.0 to 5.2–5.4 µs per job on an [`crate::Executor`] and from 8.0–8.4 to
-        /// 5.9–6.8 through a [`Queue`] from 16 tokio workers; with 100,000 jobs, where the GPU
-        /// never idles, the bound costs 2–7 % (`BENCHMARKS.md`). Batch items ([`Ctx::batch`])
-        /// do not count. On an [`crate::Executor`] whose loop runs, a full group is handed to the
-        /// queue's driver thread, which submits it together with what was recorded by the time
-        /// it starts (see the [module docs](crate::executor)).
+        /// gathered, even while a submission is in flight (at least 1; `usize::MAX` for no
+        /// bound; default 512 on an [`crate::Executor`], 96 on a [`Queue`]). Bounded groups keep
+        /// the GPU fed in steps and leave little work for the end of a run: on the NVIDIA H200,
+        /// 1,000 independent jobs (three commands each) went from 6.4–7.0 to 5.2–5.4 µs per job
+        /// on an [`crate::Executor`] with a bound of 96 and from 8.0–8.4 to 5.9–6.8 through a
+        /// [`Queue`] from 16 tokio workers; with 100,000 jobs, where the GPU never idles, the
+        /// bound costs 2–7 % (`BENCHMARKS.md`). An executor's loop submits a group at an await
+        /// once it holds a third of the bound (see the [module docs](crate::executor)), so the
+        /// bound also sets how small its groups get: on two H100 hosts, 1,000 jobs took
+        /// 3.26–3.69 µs each with 512 against 3.57–5.13 with 96 (alternating processes;
+        /// 256 and 1,024 in between; the same at 100 to 100,000 jobs). Batch items
+        /// ([`Ctx::batch`]) do not count. On an [`crate::Executor`] whose loop runs, a full group
+        /// is handed to the queue's driver thread, which submits it together with what was
+        /// recorded by the time it starts (see the [module docs](crate::executor)).
         pub fn max_group_ops(mut self, n: usize) -> Self {
             self.options.group_bound = n.max(1);
             self
@@ -546,8 +552,12 @@ macro_rules! shared_setters {
 }
 pub(crate) use shared_setters;
 
-/// The default group bound of both fronts (see [`ExecutorBuilder::max_group_ops`]).
+/// The default group bound of a [`Queue`] (see [`ExecutorBuilder::max_group_ops`]).
 const DEFAULT_GROUP_OPS: usize = 96;
+
+/// The default group bound of an [`Executor`], whose loop submits a group at an await once it
+/// holds a third of the bound (see [`ExecutorBuilder::max_group_ops`]).
+const DEFAULT_EXECUTOR_GROUP_OPS: usize = 512;
 
 /// The default pipeline depth of group commit (see [`ExecutorBuilder::pipeline_depth`]).
 const DEFAULT_PIPELINE_DEPTH: usize = 2;
@@ -677,7 +687,8 @@ impl Executor {
 
     /// A builder for the options.
     pub fn builder(device: &Device) -> ExecutorBuilder {
-        ExecutorBuilder { device: device.clone(), options: default_options(), trace: Default::default() }
+        let options = Options { group_bound: DEFAULT_EXECUTOR_GROUP_OPS, ..default_options() };
+        ExecutorBuilder { device: device.clone(), options, trace: Default::default() }
     }
 
     /// The device.
