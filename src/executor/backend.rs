@@ -102,12 +102,6 @@ pub(crate) trait Backend: Send + 'static {
     type Retired: Send + 'static;
     /// Takes what [`Backend::completed`] and [`Backend::run_flush`] retired.
     fn take_retired(&mut self) -> Self::Retired;
-    /// The coalesced items of retired work ([`crate::record::batch`]), which may be dropped
-    /// after their waiters are woken: each task holds its own item's state, so dropping the
-    /// flush's references releases nothing a woken task needs.
-    type RetiredItems: Send + 'static;
-    /// Takes the coalesced items out of `retired`.
-    fn take_retired_items(retired: &mut Self::Retired) -> Self::RetiredItems;
     /// Reads the counter once and releases what submissions at or below it held.
     fn completed(&mut self) -> Result<u64>;
     /// The device is lost: drop unsubmitted work, and give up on what is in flight. Drivers may
@@ -581,11 +575,6 @@ impl Backend for VulkanBackend {
     type Waiter = Device;
     fn waiter(&self) -> Device {
         self.device.clone()
-    }
-
-    type RetiredItems = Vec<Batches>;
-    fn take_retired_items(retired: &mut Retired) -> Vec<Batches> {
-        retired.recs.iter_mut().map(Recording::take_encoded).collect()
     }
 
     type Retired = Retired;

@@ -1329,18 +1329,8 @@ impl<B: Backend> QueueCore<B> {
                     }
                     let mut wakers = Vec::new();
                     self.finish_wait(&mut st, target, started, outcome, &mut wakers);
-                    // What the completed submissions held is released before their waiters
-                    // run (after the lock), as on every path, but for their coalesced items:
-                    // each task holds its own item's state, so they are dropped after the
-                    // wakes. (Traced on an H100 host at 1 KiB records, 160–380 µs passed
-                    // between the end of the wait and the first wake, growing with the
-                    // flush's items, 4,500 to 10,000: `BENCHMARKS.md`.)
-                    let mut retired = st.backend.take_retired();
-                    let items = B::take_retired_items(&mut retired);
                     drop(st);
-                    drop(retired);
                     self.wake(wakers);
-                    drop(items);
                     st = self.lock();
                 }
             }

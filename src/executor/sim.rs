@@ -179,8 +179,6 @@ impl Backend for SimBackend {
     }
     type Retired = ();
     fn take_retired(&mut self) {}
-    type RetiredItems = ();
-    fn take_retired_items(_: &mut ()) {}
     fn completed(&mut self) -> Result<u64> {
         let mut g = lock(&self.gpu);
         g.call()?;

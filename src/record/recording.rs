@@ -206,15 +206,6 @@ impl Recording {
         self.submitted.then(|| std::mem::take(&mut self.ops))
     }
 
-    /// A submitted recording's coalesced items, taken out so that they can be dropped apart
-    /// from the rest (empty for one never submitted: its drop releases them with the rest).
-    pub(crate) fn take_encoded(&mut self) -> Batches {
-        match self.submitted {
-            true => std::mem::replace(&mut self.encoded, Batches::with_room(0)),
-            false => Batches::with_room(0),
-        }
-    }
-
     /// Makes room for `n` batch items of a kind ahead (an empty recording's; see
     /// [`Batches::with_room`]).
     pub(crate) fn expect_batch_items(&mut self, n: usize) {
