@@ -449,18 +449,17 @@ macro_rules! shared_setters {
         /// Under [`FlushPolicy::GroupCommit`], submit the recorded commands once `n` have
         /// gathered, even while a submission is in flight (at least 1; `usize::MAX` for no
         /// bound; default 512 on an [`crate::Executor`], 96 on a [`Queue`]). Bounded groups keep
-        /// the GPU fed in steps and leave little work for the end of a run: on the NVIDIA H200,
-        /// 1,000 independent jobs (three commands each) went from 6.4–7.0 to 5.2–5.4 µs per job
-        /// on an [`crate::Executor`] with a bound of 96 and from 8.0–8.4 to 5.9–6.8 through a
-        /// [`Queue`] from 16 tokio workers; with 100,000 jobs, where the GPU never idles, the
-        /// bound costs 2–7 % (`BENCHMARKS.md`). An executor's loop submits a group at an await
-        /// once it holds a third of the bound (see the [module docs](crate::executor)), so the
-        /// bound also sets how small its groups get: on two H100 hosts, 1,000 jobs took
-        /// 3.26–3.69 µs each with 512 against 3.57–5.13 with 96 (alternating processes;
-        /// 256 and 1,024 in between; the same at 100 to 100,000 jobs). Batch items
-        /// ([`Ctx::batch`]) do not count. On an [`crate::Executor`] whose loop runs, a full group
-        /// is handed to the queue's driver thread, which submits it together with what was
-        /// recorded by the time it starts (see the [module docs](crate::executor)).
+        /// the GPU fed in steps and leave little work for the end of a run: through a [`Queue`]
+        /// from 16 tokio workers, 1,000 independent jobs (three commands each) went from
+        /// 8.0–8.4 to 5.9–6.8 µs per job with 96 on the NVIDIA H200 (`BENCHMARKS.md`). An
+        /// executor's loop also submits a group at an await once it holds a third of the bound
+        /// (see the [module docs](crate::executor)), so there the bound sets how small its
+        /// groups get: on two H100 hosts, 1,000 jobs took 3.25–3.69 µs each with 512 against
+        /// 3.57–5.13 with 96 (with no bound 3.33–3.69 on one of them; alternating processes;
+        /// 10,000 and 100,000 jobs alike, 100 inside the spread). Batch items ([`Ctx::batch`]) do not
+        /// count. On an [`crate::Executor`] whose loop runs, a full group is handed to the
+        /// queue's driver thread, which submits it together with what was recorded by the time
+        /// it starts (see the [module docs](crate::executor)).
         pub fn max_group_ops(mut self, n: usize) -> Self {
             self.options.group_bound = n.max(1);
             self
