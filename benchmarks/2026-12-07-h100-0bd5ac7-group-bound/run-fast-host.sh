@@ -1,8 +1,8 @@
 #!/bin/bash
 # The executor's group bound at T = 100 ... 100,000 (bench_tasks --max-group-ops), alternating
-# processes, then where the time goes at 10,000 x 1 KiB (run33.sh), on 0bd5ac7.
+# processes, then where the time goes at 10,000 x 1 KiB (../2026-12-07-h100-0bd5ac7-pipeline-1k/run.sh), on 0bd5ac7.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 cp .gpu/commits.txt $OUT/
 nvidia-smi -L > $OUT/gpu.txt 2>&1
 . benchmarks/tools/gpu_env.sh
@@ -18,5 +18,5 @@ done; done'
 echo "sweep exit $?" > $S/exit.txt
 [ -n "$clocks" ] && kill "$clocks"
 (cd $OUT && tar czf sweep2.tgz sweep2 && rm -rf sweep2)
-timeout 200 bash .gpu/run33.sh > $OUT/run33.log 2>&1
+timeout 200 bash benchmarks/2026-12-07-h100-0bd5ac7-pipeline-1k/run.sh > $OUT/run33.log 2>&1
 echo "run33 exit $?" >> $OUT/run33.log

@@ -2,7 +2,7 @@
 # The executor's group bound at T = 1,000 (bench_tasks --max-group-ops), three rounds, then every
 # target, on 0bd5ac7 (run from the repository root, carrying .gl and .gpu).
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 cp .gpu/commits.txt $OUT/
 nvidia-smi -L > $OUT/gpu.txt 2>&1
 nvidia-smi -q -d CLOCK > $OUT/clocks-before.txt 2>&1

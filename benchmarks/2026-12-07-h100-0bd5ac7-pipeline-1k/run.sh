@@ -3,7 +3,7 @@
 # carrying .gl and .gpu): where the best GPU front's time goes at 10,000 x 1 KiB. Untraced runs,
 # then traces by phase and by command (`VKASYNC_TRACE_DETAIL=commands`), three runs each.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 tools=benchmarks/tools
 R=$OUT/pipeline1k; mkdir -p $R
 . $tools/gpu_env.sh

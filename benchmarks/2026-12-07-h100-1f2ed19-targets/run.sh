@@ -2,7 +2,7 @@
 # A/B of the new build (.gpu/tls, see commits.txt) against 0bd5ac7 (.gpu/tls-base) at 1 KiB and
 # 16 KiB, then every target on the new build (run from the repository root, carrying .gl and .gpu).
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 cp .gpu/commits.txt $OUT/
 nvidia-smi -L > $OUT/gpu.txt 2>&1
 nvidia-smi -q -d CLOCK > $OUT/clocks-before.txt 2>&1
