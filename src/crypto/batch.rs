@@ -728,9 +728,10 @@ impl BatchKind for CryptoBatch {
 impl CryptoBatch {
     /// Every staging chunk's rows of `items`, the bytes their kernels read and their longest
     /// message, in one pass over the items. The items were written by the threads that added
-    /// them, and a flush of 10,000 holds about 2 MiB of them: each further pass loads them
-    /// again (on an H100 host a flush's encoding took 200–270 ns per 1 KiB record, its three
-    /// passes then). The rows stop at the first item whose rows do not fit their tables
+    /// them, and a flush of 10,000 holds about 2 MiB of them, which each further pass would
+    /// load again. (On an H100 host, where a flush's encoding took 200–270 ns per 1 KiB record
+    /// in three passes, one pass sealed inside the spread of three: `BENCHMARKS.md`.) The rows
+    /// stop at the first item whose rows do not fit their tables
     /// (`built` holds the error); bytes and the longest message still count every item, for
     /// the offload's choice, which does not need the rows.
     fn rows(&self, items: &[Item]) -> Rows {

@@ -456,10 +456,10 @@ macro_rules! shared_setters {
         /// (see the [module docs](crate::executor)), so there the bound sets how small its
         /// groups get: on two H100 hosts, 1,000 jobs took 3.25–3.69 µs each with 512 against
         /// 3.57–5.13 with 96 (with no bound 3.33–3.69 on one of them; alternating processes;
-        /// 10,000 and 100,000 jobs alike, 100 inside the spread). Batch items ([`Ctx::batch`]) do not
-        /// count. On an [`crate::Executor`] whose loop runs, a full group is handed to the
-        /// queue's driver thread, which submits it together with what was recorded by the time
-        /// it starts (see the [module docs](crate::executor)).
+        /// 10,000 and 100,000 jobs alike, 100 inside the spread). Batch items ([`Ctx::batch`])
+        /// do not count. On an [`crate::Executor`] whose loop runs, a full group is handed to
+        /// the queue's driver thread, which submits it together with what was recorded by the
+        /// time it starts (see the [module docs](crate::executor)).
         pub fn max_group_ops(mut self, n: usize) -> Self {
             self.options.group_bound = n.max(1);
             self
