@@ -731,9 +731,9 @@ impl CryptoBatch {
     /// them, and a flush of 10,000 holds about 2 MiB of them, which each further pass would
     /// load again. (On an H100 host, where a flush's encoding took 200–270 ns per 1 KiB record
     /// in three passes, one pass sealed inside the spread of three: `BENCHMARKS.md`.) The rows
-    /// stop at the first item whose rows do not fit their tables
-    /// (`built` holds the error); bytes and the longest message still count every item, for
-    /// the offload's choice, which does not need the rows.
+    /// stop at the first item whose rows do not fit their tables (`built` holds the error);
+    /// bytes and the longest message still count every item, for the offload's choice, which
+    /// does not need the rows.
     fn rows(&self, items: &[Item]) -> Rows {
         let mut rows = Rows { groups: Vec::new(), built: Ok(()), bytes: 0, longest: None };
         let mut group_ix: IdMap<usize, usize> = IdMap::default();
